@@ -1,0 +1,90 @@
+// Package config holds chatpipe's typed configuration: loading config.yaml
+// with viper, CHATPIPE_* environment overrides, validation that names the
+// key at fault, and hot reload into an atomic snapshot.
+package config
+
+import "time"
+
+// Config is one immutable configuration snapshot. Never mutate a Config
+// that has been published; build a new one.
+type Config struct {
+	Server      Server                    `mapstructure:"server"`
+	Log         Log                       `mapstructure:"log"`
+	Limits      Limits                    `mapstructure:"limits"`
+	Stream      Stream                    `mapstructure:"stream"`
+	StreamStore string                    `mapstructure:"stream_store"` // memory
+	Storage     Storage                   `mapstructure:"storage"`
+	Models      map[string]Model          `mapstructure:"models"`
+	DefaultMode string                    `mapstructure:"default_mode"`
+	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
+	Plugins     map[string]map[string]any `mapstructure:"plugins"`
+}
+
+// Server is the HTTP listener.
+type Server struct {
+	Addr              string        `mapstructure:"addr"`
+	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
+	WriteTimeout      time.Duration `mapstructure:"write_timeout"` // per write; SSE writes get a fresh deadline each time
+	ShutdownGrace     time.Duration `mapstructure:"shutdown_grace"`
+}
+
+// Log configures zap.
+type Log struct {
+	Level  string `mapstructure:"level"`  // debug | info | warn | error
+	Format string `mapstructure:"format"` // json | console
+}
+
+// Limits bound what a request may ask for.
+type Limits struct {
+	MaxBodyBytes     int64 `mapstructure:"max_body_bytes"`
+	MaxQuestionChars int   `mapstructure:"max_question_chars"`
+	MaxTitleChars    int   `mapstructure:"max_title_chars"`
+}
+
+// Stream configures the stream lifecycle and the stream store.
+type Stream struct {
+	Heartbeat   time.Duration `mapstructure:"heartbeat"`    // ": ping" comment interval
+	MaxEvents   int           `mapstructure:"max_events"`   // events retained per stream for replay
+	MaxBytes    int64         `mapstructure:"max_bytes"`    // bytes retained per stream for replay
+	Retention   time.Duration `mapstructure:"retention"`    // how long a finished stream stays replayable
+	MaxDuration time.Duration `mapstructure:"max_duration"` // a generation running longer is stopped as failed
+}
+
+// Storage selects the history store.
+type Storage struct {
+	Driver string `mapstructure:"driver"` // sqlite
+	SQLite SQLite `mapstructure:"sqlite"`
+}
+
+// SQLite is the embedded history store.
+type SQLite struct {
+	Path string `mapstructure:"path"`
+}
+
+// Model is one named chat model.
+type Model struct {
+	Provider    string        `mapstructure:"provider"` // demo | openai | ollama
+	BaseURL     string        `mapstructure:"base_url"`
+	Model       string        `mapstructure:"model"`
+	APIKey      string        `mapstructure:"api_key"`
+	Temperature *float32      `mapstructure:"temperature"`
+	MaxTokens   int           `mapstructure:"max_tokens"`
+	Retries     *int          `mapstructure:"retries"`     // retries of a call that fails before its first chunk (default 2)
+	Timeout     time.Duration `mapstructure:"timeout"`     // connect + response headers; the stream itself is bounded by stream.max_duration
+	Client      string        `mapstructure:"client"`      // openai only: lean (default) | eino
+	Thinking    bool          `mapstructure:"thinking"`    // ollama only: ask the model to think
+	ChunkDelay  time.Duration `mapstructure:"chunk_delay"` // demo only: pause between streamed chunks
+}
+
+// PipelineEntry is one element of a mode's plugin list. In YAML it is
+// either a plugin name or a one-key map from the name to settings that
+// override the plugin's global section for this mode:
+//
+//	pipelines:
+//	  chat:
+//	    - load_history
+//	    - chat_completion_stream: {model: fast}
+type PipelineEntry struct {
+	Name      string
+	Overrides map[string]any
+}

@@ -1,0 +1,195 @@
+// Package eventbus defines chatpipe's typed event vocabulary (the SSE wire
+// contract) and the per-stream bus that carries events from plugins to the
+// stream store, the logger and the persister.
+//
+// The package imports nothing else from chatpipe.
+package eventbus
+
+// Type names an event on the wire (the SSE "event:" line and the JSON "type").
+type Type string
+
+// The event vocabulary. Developers may add types; these are never renamed.
+const (
+	TypeStreamStarted  Type = "stream.started"
+	TypeStage          Type = "stage"
+	TypeQueryRewritten Type = "query.rewritten"
+	TypeReferences     Type = "references"
+	TypeThinkingStart  Type = "thinking.start"
+	TypeThinkingDelta  Type = "thinking.delta"
+	TypeThinkingEnd    Type = "thinking.end"
+	TypeAnswerStart    Type = "answer.start"
+	TypeAnswerDelta    Type = "answer.delta"
+	TypeAnswerEnd      Type = "answer.end"
+	TypeToolCallStart  Type = "tool_call.start"
+	TypeToolCallDelta  Type = "tool_call.delta"
+	TypeToolCallEnd    Type = "tool_call.end"
+	TypeToolResult     Type = "tool_result"
+	TypeUsage          Type = "usage"
+	TypeError          Type = "error"
+	TypeStreamFinished Type = "stream.finished"
+	// TypeResyncRequired is sent only to a resuming reader whose replay
+	// window is gone; it is never stored in a stream.
+	TypeResyncRequired Type = "resync_required"
+)
+
+// AllTypes lists the built-in types, in wire-contract order.
+var AllTypes = []Type{
+	TypeStreamStarted, TypeStage, TypeQueryRewritten, TypeReferences,
+	TypeThinkingStart, TypeThinkingDelta, TypeThinkingEnd,
+	TypeAnswerStart, TypeAnswerDelta, TypeAnswerEnd,
+	TypeToolCallStart, TypeToolCallDelta, TypeToolCallEnd, TypeToolResult,
+	TypeUsage, TypeError, TypeStreamFinished,
+}
+
+// Stream statuses carried by stream.finished and saved on the assistant message.
+const (
+	StatusCompleted = "completed"
+	StatusStopped   = "stopped"
+	StatusFailed    = "failed"
+)
+
+// Stage statuses carried by stage events.
+const (
+	StageStarted  = "started"
+	StageFinished = "finished"
+	StageSkipped  = "skipped"
+	StageFailed   = "failed"
+)
+
+// Event is one typed event of a stream. Seq, StreamID and Time are filled
+// in by the recorder; emitters set Type and the payload.
+//
+// Text events (thinking.*, answer.*) carry their content in Text so the hot
+// path of a streamed token needs no payload allocation; every other type
+// carries a Payload.
+type Event struct {
+	Type      Type
+	Seq       int64
+	StreamID  string
+	Time      int64 // unix milliseconds
+	Placement *Placement
+	Text      string
+	Payload   Payload
+}
+
+// Placement locates an event in multi-model or agent runs.
+type Placement struct {
+	Model string `json:"model,omitempty"`
+	Turn  int    `json:"turn,omitempty"`
+	Tab   int    `json:"tab,omitempty"`
+}
+
+// Payload is the structured part of an event. Its JSON fields are merged
+// into the event object next to seq, type, stream_id and ts. Payloads
+// defined outside this package travel as Custom.
+type Payload interface {
+	isPayload()
+}
+
+// Custom wraps a payload defined outside this package. Its Value must
+// marshal to a JSON object.
+type Custom struct{ Value any }
+
+// StreamStarted is the payload of stream.started.
+type StreamStarted struct {
+	SessionID     string `json:"session_id"`
+	MessageID     string `json:"message_id"`
+	UserMessageID string `json:"user_message_id"`
+	Mode          string `json:"mode"`
+}
+
+// Stage is the payload of stage: a pipeline stage's progress.
+type Stage struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	ElapsedMS int64  `json:"elapsed_ms"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// QueryRewritten is the payload of query.rewritten.
+type QueryRewritten struct {
+	Original  string `json:"original"`
+	Rewritten string `json:"rewritten"`
+}
+
+// Reference is one cited passage; Index is the [n] used in the answer.
+type Reference struct {
+	Index      int     `json:"index"`
+	ChunkID    string  `json:"chunk_id"`
+	DocumentID string  `json:"document_id"`
+	Title      string  `json:"title"`
+	Content    string  `json:"content"`
+	Score      float64 `json:"score"`
+}
+
+// References is the payload of references.
+type References struct {
+	Items []Reference `json:"items"`
+}
+
+// ToolCall is the payload of tool_call.start, .delta (an arguments
+// fragment) and .end (the whole arguments).
+type ToolCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+}
+
+// ToolResult is the payload of tool_result.
+type ToolResult struct {
+	ToolCallID string `json:"tool_call_id"`
+	Output     string `json:"output"`
+	Status     string `json:"status"`
+}
+
+// Usage is the payload of usage.
+type Usage struct {
+	PromptTokens     int   `json:"prompt_tokens"`
+	CompletionTokens int   `json:"completion_tokens"`
+	ReasoningTokens  int   `json:"reasoning_tokens"`
+	TTFTMS           int64 `json:"ttft_ms"`
+	TotalMS          int64 `json:"total_ms"`
+}
+
+// Error is the payload of error. Message is written for the user and never
+// carries a secret or a stack trace.
+type Error struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Stage     string `json:"stage,omitempty"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Finished is the payload of stream.finished, always the last event.
+type Finished struct {
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	MessageID string `json:"message_id"`
+}
+
+func (Custom) isPayload()         {}
+func (StreamStarted) isPayload()  {}
+func (Stage) isPayload()          {}
+func (QueryRewritten) isPayload() {}
+func (References) isPayload()     {}
+func (ToolCall) isPayload()       {}
+func (ToolResult) isPayload()     {}
+func (Usage) isPayload()          {}
+func (Error) isPayload()          {}
+func (Finished) isPayload()       {}
+
+// IsText reports whether t carries its content in Event.Text.
+func (t Type) IsText() bool {
+	switch t {
+	case TypeThinkingStart, TypeThinkingDelta, TypeThinkingEnd,
+		TypeAnswerStart, TypeAnswerDelta, TypeAnswerEnd:
+		return true
+	}
+	return false
+}
+
+// Delta builds a thinking.delta or answer.delta event.
+func Delta(t Type, content string) Event { return Event{Type: t, Text: content} }
+
+// Of builds an event of type t with payload p.
+func Of(t Type, p Payload) Event { return Event{Type: t, Payload: p} }

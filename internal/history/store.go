@@ -1,0 +1,105 @@
+// Package history stores sessions and their messages: the user's
+// questions and the assistant's answers with their thinking, references,
+// status and usage.
+package history
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+)
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message statuses: an assistant message is reserved as streaming and
+// finished exactly once as completed, stopped or failed. User messages are
+// completed.
+const (
+	StatusStreaming = "streaming"
+	StatusCompleted = eventbus.StatusCompleted
+	StatusStopped   = eventbus.StatusStopped
+	StatusFailed    = eventbus.StatusFailed
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyFinished: FinishMessage found the message no longer
+	// streaming; the first finish wins and nothing was changed.
+	ErrAlreadyFinished = errors.New("message already finished")
+)
+
+// Session is a conversation.
+type Session struct {
+	ID        string
+	Title     string
+	Mode      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Message is one turn of a session.
+type Message struct {
+	ID         string
+	SessionID  string
+	Role       string
+	Content    string
+	Thinking   string
+	References []eventbus.Reference
+	Status     string
+	Usage      *eventbus.Usage
+	Error      string // why a failed message failed, for the user
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Final is the last state of an assistant message.
+type Final struct {
+	Status     string // completed | stopped | failed
+	Content    string
+	Thinking   string
+	References []eventbus.Reference
+	Usage      *eventbus.Usage
+	Error      string
+}
+
+// Store persists sessions and messages. Every method is safe for
+// concurrent use. IDs are chosen by the caller.
+type Store interface {
+	CreateSession(ctx context.Context, s Session) (Session, error)
+	GetSession(ctx context.Context, id string) (Session, error)
+	// ListSessions returns sessions, most recently updated first.
+	ListSessions(ctx context.Context, limit, offset int) ([]Session, error)
+	// DeleteSession removes a session and all its messages.
+	DeleteSession(ctx context.Context, id string) error
+
+	// StartTurn saves the user's message and reserves the assistant's
+	// (status streaming, empty content) in one transaction, and touches the
+	// session's UpdatedAt. It fails with ErrNotFound for an unknown session.
+	StartTurn(ctx context.Context, sessionID string, user Message, assistantID string) (userMsg, assistantMsg Message, err error)
+	// FinishMessage writes the final state of a reserved assistant message
+	// if, and only if, it is still streaming; otherwise ErrAlreadyFinished
+	// (or ErrNotFound) and nothing changes.
+	FinishMessage(ctx context.Context, id string, f Final) error
+	GetMessage(ctx context.Context, id string) (Message, error)
+	// ListMessages returns a session's messages in the order they were
+	// created.
+	ListMessages(ctx context.Context, sessionID string) ([]Message, error)
+	// RecentMessages returns up to limit messages of the session created
+	// before message `before` (all of them when before is ""), skipping
+	// assistant messages that are still streaming or failed with no
+	// content, oldest first.
+	RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]Message, error)
+	// FailAbandoned marks every message still streaming as failed with the
+	// given reason (used at start after a crash) and reports how many.
+	FailAbandoned(ctx context.Context, reason string) (int, error)
+
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -1,0 +1,288 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryOptions bounds the in-memory store.
+type MemoryOptions struct {
+	MaxEvents int           // events retained per stream; older ones are dropped first
+	MaxBytes  int64         // encoded bytes retained per stream
+	Retention time.Duration // how long a finished stream stays replayable
+	Sweep     time.Duration // how often expired streams are removed
+}
+
+func (o *MemoryOptions) defaults() {
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = 20000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 8 << 20
+	}
+	if o.Retention <= 0 {
+		o.Retention = 10 * time.Minute
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = min(o.Retention/2, 30*time.Second)
+	}
+}
+
+// Memory is the embedded stream store: a bounded log per stream, readers
+// woken by a per-reader signal (no polling), finished streams kept for
+// Retention. A slow reader never blocks Append: it reads at its own pace
+// and gets ErrExpired if the window moved past it.
+type Memory struct {
+	opts MemoryOptions
+
+	mu      sync.RWMutex
+	streams map[string]*memStream
+	closed  bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type memStream struct {
+	mu         sync.Mutex
+	recs       []Record // recs[head:] are retained, seqs contiguous
+	head       int
+	bytes      int64
+	lastSeq    int64
+	finished   bool
+	finishedAt time.Time
+	closed     bool
+	subs       []*memSub
+}
+
+type memSub struct {
+	st     *memStream
+	cursor int64
+	ready  chan struct{}
+}
+
+// NewMemory returns a memory store and starts its sweeper; Close stops it.
+func NewMemory(opts MemoryOptions) *Memory {
+	opts.defaults()
+	m := &Memory{
+		opts:    opts,
+		streams: make(map[string]*memStream),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go m.sweepLoop()
+	return m
+}
+
+func (m *Memory) get(id string) (*memStream, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	st, ok := m.streams[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return st, nil
+}
+
+// Create starts an empty, live stream.
+func (m *Memory) Create(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if _, ok := m.streams[id]; ok {
+		return fmt.Errorf("stream %s already exists", id)
+	}
+	m.streams[id] = &memStream{}
+	return nil
+}
+
+// Append adds rec and wakes the stream's readers.
+func (m *Memory) Append(_ context.Context, id string, rec Record) error {
+	st, err := m.get(id)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return fmt.Errorf("stream %s: append after finish", id)
+	}
+	if rec.Seq != st.lastSeq+1 {
+		return fmt.Errorf("stream %s: append seq %d after %d", id, rec.Seq, st.lastSeq)
+	}
+	st.recs = append(st.recs, rec)
+	st.lastSeq = rec.Seq
+	st.bytes += int64(len(rec.Data))
+	for len(st.recs)-st.head > 1 &&
+		(len(st.recs)-st.head > m.opts.MaxEvents || st.bytes > m.opts.MaxBytes) {
+		st.bytes -= int64(len(st.recs[st.head].Data))
+		st.recs[st.head] = Record{}
+		st.head++
+	}
+	if st.head > 1024 && st.head > len(st.recs)/2 {
+		n := copy(st.recs, st.recs[st.head:])
+		clear(st.recs[n:])
+		st.recs = st.recs[:n]
+		st.head = 0
+	}
+	st.wake()
+	return nil
+}
+
+// wake signals every reader without blocking; the caller holds st.mu.
+func (st *memStream) wake() {
+	for _, s := range st.subs {
+		select {
+		case s.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Finish marks the stream complete and wakes its readers.
+func (m *Memory) Finish(_ context.Context, id string) error {
+	st, err := m.get(id)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.finished {
+		st.finished = true
+		st.finishedAt = time.Now()
+		st.wake()
+	}
+	return nil
+}
+
+// Subscribe returns a reader after seq `after`.
+func (m *Memory) Subscribe(_ context.Context, id string, after int64) (Subscription, error) {
+	st, err := m.get(id)
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if after < 0 {
+		after = 0
+	}
+	if after < st.firstSeq()-1 {
+		return nil, ErrExpired
+	}
+	s := &memSub{st: st, cursor: after, ready: make(chan struct{}, 1)}
+	st.subs = append(st.subs, s)
+	return s, nil
+}
+
+// firstSeq is the seq of the oldest retained record (lastSeq+1 when empty);
+// the caller holds st.mu.
+func (st *memStream) firstSeq() int64 {
+	if len(st.recs) == st.head {
+		return st.lastSeq + 1
+	}
+	return st.recs[st.head].Seq
+}
+
+// Fetch returns the records after the cursor that are retained now.
+func (s *memSub) Fetch(buf []Record) ([]Record, bool, error) {
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return buf, false, ErrClosed
+	}
+	first := st.firstSeq()
+	if s.cursor < first-1 {
+		return buf, false, ErrExpired
+	}
+	if s.cursor < st.lastSeq {
+		i := st.head + int(s.cursor+1-first)
+		buf = append(buf, st.recs[i:]...)
+		s.cursor = st.lastSeq
+	}
+	return buf, st.finished && s.cursor >= st.lastSeq, nil
+}
+
+// Ready is signalled after an append or finish.
+func (s *memSub) Ready() <-chan struct{} { return s.ready }
+
+// Close detaches the reader.
+func (s *memSub) Close() {
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, x := range st.subs {
+		if x == s {
+			st.subs = append(st.subs[:i], st.subs[i+1:]...)
+			break
+		}
+	}
+}
+
+func (m *Memory) sweepLoop() {
+	defer close(m.done)
+	t := time.NewTicker(m.opts.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			m.sweep(now)
+		}
+	}
+}
+
+// sweep drops finished streams older than the retention time.
+func (m *Memory) sweep(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, st := range m.streams {
+		st.mu.Lock()
+		expired := st.finished && now.Sub(st.finishedAt) > m.opts.Retention
+		if expired {
+			st.closed = true
+			st.wake()
+		}
+		st.mu.Unlock()
+		if expired {
+			delete(m.streams, id)
+		}
+	}
+}
+
+// Len reports how many streams the store holds (for metrics and tests).
+func (m *Memory) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.streams)
+}
+
+// Close stops the sweeper and ends every reader with ErrClosed.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	for _, st := range m.streams {
+		st.mu.Lock()
+		st.closed = true
+		st.wake()
+		st.mu.Unlock()
+	}
+	m.mu.Unlock()
+	close(m.stop)
+	<-m.done
+	return nil
+}
+
+var _ Store = (*Memory)(nil)

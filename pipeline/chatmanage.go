@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/cloudwego/eino/components/model"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+)
+
+// ChatManage is one request's state as it moves down the chain: what was
+// asked, what earlier plugins found, the emitter that carries output, and
+// the services plugins use (behind small interfaces, so plugins never
+// import the stores).
+type ChatManage struct {
+	// The request.
+	SessionID     string
+	MessageID     string // the reserved assistant message; also the stream id
+	UserMessageID string
+	Mode          string
+	Query         string // the user's question as asked
+
+	// Filled in by plugins.
+	History        []HistoryMessage     // load_history: earlier turns, oldest first
+	RewrittenQuery string               // rewrite: the standalone question ("" = Query)
+	References     []eventbus.Reference // merge: numbered context passages
+
+	// Emitter publishes this request's events. A plugin may replace it with
+	// a wrapper for the rest of the chain and restore it after next().
+	Emitter eventbus.Emitter
+
+	// Services.
+	Messages MessageReader
+	Models   ModelSource
+
+	stage *stageState
+}
+
+// SearchQuery is the question retrieval should use: the rewritten one when
+// a rewrite happened.
+func (cm *ChatManage) SearchQuery() string {
+	if cm.RewrittenQuery != "" {
+		return cm.RewrittenQuery
+	}
+	return cm.Query
+}
+
+// Emit publishes ev through the current emitter.
+func (cm *ChatManage) Emit(ev eventbus.Event) { cm.Emitter.Emit(ev) }
+
+// StageDetail sets the detail the running stage's finished event carries
+// (e.g. "3 messages").
+func (cm *ChatManage) StageDetail(detail string) {
+	if cm.stage != nil {
+		cm.stage.detail = detail
+	}
+}
+
+// SkipStage marks the running stage as skipped, with a reason; its closing
+// stage event then says skipped instead of finished.
+func (cm *ChatManage) SkipStage(reason string) {
+	if cm.stage != nil {
+		cm.stage.status = eventbus.StageSkipped
+		cm.stage.detail = reason
+	}
+}
+
+// HistoryMessage is an earlier turn of the session.
+type HistoryMessage struct {
+	Role     string // user or assistant
+	Content  string
+	Thinking string
+	Status   string
+}
+
+// MessageReader reads a session's saved messages.
+type MessageReader interface {
+	// RecentMessages returns up to limit finished messages of the session
+	// created before the message `before`, oldest first.
+	RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]HistoryMessage, error)
+}
+
+// ChatModel is a configured chat model: an eino model plus the call options
+// its config entry sets (temperature, max tokens).
+type ChatModel struct {
+	Name     string
+	Provider string
+	Model    model.ToolCallingChatModel
+	Options  []model.Option
+	Retries  int // retries of a call that fails before its first chunk
+}
+
+// ModelSource resolves the chat models named in config.yaml.
+type ModelSource interface {
+	ChatModel(name string) (*ChatModel, error)
+}

@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+)
+
+// EventManager runs one chat mode's chain: every (plugin, stage) pair in
+// the order of the mode's plugin list, each handing on through next().
+type EventManager struct {
+	mode  string
+	links []link
+}
+
+type link struct {
+	plugin Plugin
+	event  EventType
+}
+
+type stageState struct {
+	status string
+	detail string
+}
+
+// NewEventManager builds the chain for mode from plugins in order. It
+// fails when no plugin handles the generate stage.
+func NewEventManager(mode string, plugins []Plugin) (*EventManager, error) {
+	m := &EventManager{mode: mode}
+	generates := false
+	for _, p := range plugins {
+		for _, evt := range p.Events() {
+			m.links = append(m.links, link{p, evt})
+			generates = generates || evt == StageGenerate
+		}
+	}
+	if !generates {
+		return nil, fmt.Errorf("mode %q: no plugin handles the %q stage (add chat_completion_stream)", mode, StageGenerate)
+	}
+	return m, nil
+}
+
+// Mode is the chat mode this chain serves.
+func (m *EventManager) Mode() string { return m.mode }
+
+// Plugins lists the chain's plugin names in order (a plugin handling
+// several stages appears once per stage).
+func (m *EventManager) Plugins() []string {
+	names := make([]string, len(m.links))
+	for i, l := range m.links {
+		names[i] = l.plugin.Name()
+	}
+	return names
+}
+
+// Execute runs the chain for one request. Each stage emits a stage event
+// when it starts and when it hands on (or returns), so a frontend can show
+// progress. Cancellation between stages ends the chain.
+func (m *EventManager) Execute(ctx context.Context, cm *ChatManage) *PluginError {
+	return m.run(ctx, cm, 0)
+}
+
+func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginError {
+	if i == len(m.links) {
+		return nil
+	}
+	if perr := Canceled(ctx); perr != nil {
+		return perr
+	}
+	l := m.links[i]
+	st := &stageState{status: eventbus.StageFinished}
+	cm.stage = st
+	start := time.Now()
+	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{Name: string(l.event), Status: eventbus.StageStarted}))
+
+	closed := false
+	closeStage := func(failed bool) {
+		if closed {
+			return
+		}
+		closed = true
+		status := st.status
+		if failed {
+			status = eventbus.StageFailed
+		}
+		cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{
+			Name: string(l.event), Status: status, ElapsedMS: time.Since(start).Milliseconds(), Detail: st.detail,
+		}))
+	}
+	called := false
+	next := func() *PluginError {
+		if called {
+			return &PluginError{Plugin: l.plugin.Name(), Stage: l.event, Code: CodeInternal,
+				Message: "The request could not be completed.", Err: ErrNextCalledTwice}
+		}
+		called = true
+		closeStage(false)
+		return m.run(ctx, cm, i+1)
+	}
+	perr := l.plugin.OnEvent(ctx, l.event, cm, next)
+	if perr != nil {
+		if perr.Plugin == "" {
+			perr.Plugin = l.plugin.Name()
+		}
+		if perr.Stage == "" {
+			perr.Stage = l.event
+		}
+	}
+	cm.stage = st
+	if perr != nil && perr.Code == CodeCanceled && !closed {
+		st.detail = "cancelled"
+	}
+	closeStage(perr != nil)
+	return perr
+}
