@@ -1,0 +1,111 @@
+// Package handler is chatpipe's HTTP API: sessions, messages answered as
+// typed Server-Sent Events, stream resume and stop, health. It turns
+// requests into calls on the run manager and the stores, and every failure
+// into a JSON error a user can read.
+package handler
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/run"
+	"github.com/chatpipe/chatpipe/internal/stream"
+)
+
+// Deps are what the handlers use.
+type Deps struct {
+	Config  func() *config.Config // the current snapshot
+	Modes   func() []string       // chat modes of the current snapshot
+	History history.Store
+	Streams stream.Store
+	Runs    *run.Manager
+	Logger  *zap.Logger
+	// Ready reports whether the server can take traffic (stores reachable,
+	// not shutting down).
+	Ready func(ctx context.Context) error
+}
+
+// Handler serves the API.
+type Handler struct {
+	deps Deps
+	log  *zap.Logger
+}
+
+// New returns the API's http.Handler.
+func New(deps Deps) http.Handler {
+	if deps.Logger == nil {
+		deps.Logger = zap.NewNop()
+	}
+	h := &Handler{deps: deps, log: deps.Logger}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered))
+	r.NoRoute(func(c *gin.Context) {
+		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")
+	})
+	r.NoMethod(func(c *gin.Context) {
+		abort(c, http.StatusMethodNotAllowed, "method_not_allowed",
+			"Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+".")
+	})
+
+	r.GET("/", h.index)
+	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+
+	api := r.Group("/api/v1")
+	api.POST("/sessions", h.createSession)
+	api.GET("/sessions", h.listSessions)
+	api.GET("/sessions/:id", h.getSession)
+	api.DELETE("/sessions/:id", h.deleteSession)
+	api.GET("/sessions/:id/messages", h.listMessages)
+	api.POST("/sessions/:id/messages", h.postMessage)
+	api.GET("/streams/:id", h.resumeStream)
+	api.POST("/streams/:id/stop", h.stopStream)
+	return r
+}
+
+func (h *Handler) cfg() *config.Config { return h.deps.Config() }
+
+// accessLog writes one line per request: never a body, never a header.
+func (h *Handler) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	h.log.Info("request",
+		zap.String("method", c.Request.Method),
+		zap.String("route", c.FullPath()),
+		zap.Int("status", c.Writer.Status()),
+		zap.Duration("duration", time.Since(start)))
+}
+
+// recovered answers a panic in a handler with a 500 and no stack trace.
+func (h *Handler) recovered(c *gin.Context, v any) {
+	h.log.Error("handler panicked", zap.Any("panic", v), zap.Stack("stack"))
+	abort(c, http.StatusInternalServerError, "internal_error", "Something went wrong on the server.")
+}
+
+func (h *Handler) index(c *gin.Context) {
+	c.String(http.StatusOK, "chatpipe is running. The API is under /api/v1 (see README.md).\n")
+}
+
+func (h *Handler) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+
+func (h *Handler) readyz(c *gin.Context) {
+	if h.deps.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.deps.Ready(ctx); err != nil {
+			h.log.Warn("not ready", zap.Error(err))
+			abort(c, http.StatusServiceUnavailable, "not_ready", "The server is not ready to take requests.")
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}

@@ -1,0 +1,233 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/stream"
+)
+
+// serveStream makes the request a reader of stream id: it replays the
+// events after seq `after`, then tails the live stream until it finishes
+// or the client leaves. The reader never affects the generation.
+//
+// A finished stream with nothing left to send answers 204, which tells an
+// EventSource to stop reconnecting.
+func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
+	sub, err := h.deps.Streams.Subscribe(c, id, after)
+	switch {
+	case errors.Is(err, stream.ErrNotFound):
+		h.streamGone(c, id)
+		return
+	case errors.Is(err, stream.ErrExpired):
+		h.sendResync(c, id)
+		return
+	case err != nil:
+		h.internal(c, "subscribe to stream", err)
+		return
+	}
+	defer sub.Close()
+
+	recs, done, err := sub.Fetch(make([]stream.Record, 0, 64))
+	if errors.Is(err, stream.ErrExpired) {
+		h.sendResync(c, id)
+		return
+	}
+	if err != nil {
+		h.internal(c, "read stream", err)
+		return
+	}
+	if done && len(recs) == 0 {
+		c.Status(http.StatusNoContent)
+		return
+	}
+
+	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
+	ctx := c.Request.Context()
+	heartbeat := time.NewTicker(h.cfg().Stream.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		if len(recs) > 0 {
+			if err := w.records(recs); err != nil {
+				return // the client is gone or stalled past the write timeout
+			}
+		}
+		if done {
+			return
+		}
+		if len(recs) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-heartbeat.C:
+				if err := w.ping(); err != nil {
+					return
+				}
+			case <-sub.Ready():
+			}
+		}
+		recs, done, err = sub.Fetch(recs[:0])
+		switch {
+		case errors.Is(err, stream.ErrExpired):
+			// This reader fell behind the retained window.
+			_ = w.resync(id)
+			return
+		case err != nil:
+			h.log.Warn("stream read ended", zap.String("stream_id", id), zap.Error(err))
+			return
+		}
+	}
+}
+
+// streamGone answers for a stream the store no longer holds: if its
+// message exists the replay window is gone (resync from the saved
+// message); otherwise the id is unknown.
+func (h *Handler) streamGone(c *gin.Context, id string) {
+	if m, err := h.deps.History.GetMessage(c, id); err == nil && m.Role == history.RoleAssistant {
+		h.sendResync(c, id)
+		return
+	}
+	abort(c, http.StatusNotFound, "stream_not_found", "No stream with id "+strconv.Quote(id)+".")
+}
+
+func (h *Handler) sendResync(c *gin.Context, id string) {
+	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
+	_ = w.resync(id)
+}
+
+// sseWriter writes SSE frames with one write and one flush per batch, and
+// a fresh write deadline per batch: a client that stops reading is cut
+// after the write timeout instead of holding the connection forever, while
+// a stream may last as long as it needs.
+type sseWriter struct {
+	c       *gin.Context
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+}
+
+func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	w := &sseWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, buf: make([]byte, 0, 4096)}
+	// Ask EventSource to reconnect quickly after a dropped connection.
+	w.buf = append(w.buf, "retry: 1000\n\n"...)
+	return w
+}
+
+// records writes a batch of stored events: id, event and data lines.
+func (w *sseWriter) records(recs []stream.Record) error {
+	for _, r := range recs {
+		w.buf = append(w.buf, "id: "...)
+		w.buf = strconv.AppendInt(w.buf, r.Seq, 10)
+		w.buf = append(w.buf, "\nevent: "...)
+		w.buf = append(w.buf, r.Type...)
+		w.buf = append(w.buf, "\ndata: "...)
+		w.buf = append(w.buf, r.Data...)
+		w.buf = append(w.buf, "\n\n"...)
+	}
+	return w.flush()
+}
+
+func (w *sseWriter) ping() error {
+	w.buf = append(w.buf, ": ping\n\n"...)
+	return w.flush()
+}
+
+// resync tells the reader its replay window is gone; it carries no id so
+// the client's Last-Event-ID is left as it was.
+func (w *sseWriter) resync(id string) error {
+	w.buf = append(w.buf, "event: resync_required\ndata: "...)
+	w.buf = append(w.buf, `{"type":"resync_required","stream_id":`...)
+	w.buf = eventbus.AppendString(w.buf, id)
+	w.buf = append(w.buf, `,"message_id":`...)
+	w.buf = eventbus.AppendString(w.buf, id)
+	w.buf = append(w.buf, "}\n\n"...)
+	return w.flush()
+}
+
+func (w *sseWriter) flush() error {
+	if w.timeout > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+	_, err := w.c.Writer.Write(w.buf)
+	w.buf = w.buf[:0]
+	if err != nil {
+		return err
+	}
+	return w.rc.Flush()
+}
+
+// gather reads a whole stream and builds the message it produced: the
+// non-streaming answer is the streaming one, consumed here.
+func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
+	var (
+		msg     MessageJSON
+		content []byte
+		thought []byte
+		recs    []stream.Record
+	)
+	msg.Role = "assistant"
+	msg.References = []eventbus.Reference{}
+	for {
+		var done bool
+		var err error
+		recs, done, err = sub.Fetch(recs[:0])
+		if err != nil {
+			return msg, err
+		}
+		for _, r := range recs {
+			ev, err := eventbus.Decode(r.Data)
+			if err != nil {
+				return msg, err
+			}
+			switch ev.Type {
+			case eventbus.TypeStreamStarted:
+				p := ev.Payload.(eventbus.StreamStarted)
+				msg.ID = p.MessageID
+				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
+			case eventbus.TypeAnswerDelta:
+				content = append(content, ev.Text...)
+			case eventbus.TypeThinkingDelta:
+				thought = append(thought, ev.Text...)
+			case eventbus.TypeReferences:
+				msg.References = ev.Payload.(eventbus.References).Items
+			case eventbus.TypeUsage:
+				u := ev.Payload.(eventbus.Usage)
+				msg.Usage = &u
+			case eventbus.TypeError:
+				if msg.Error == "" {
+					msg.Error = ev.Payload.(eventbus.Error).Message
+				}
+			case eventbus.TypeStreamFinished:
+				msg.Status = ev.Payload.(eventbus.Finished).Status
+			}
+		}
+		if done {
+			msg.Content, msg.Thinking = string(content), string(thought)
+			if msg.Status != eventbus.StatusFailed {
+				msg.Error = ""
+			}
+			return msg, nil
+		}
+		if len(recs) == 0 {
+			select {
+			case <-ctx.Done():
+				return msg, ctx.Err()
+			case <-sub.Ready():
+			}
+		}
+	}
+}

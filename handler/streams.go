@@ -1,0 +1,63 @@
+package handler
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chatpipe/chatpipe/internal/history"
+)
+
+// maxCursor bounds a resume cursor; no stream gets near it.
+const maxCursor = 1 << 40
+
+// ParseCursor reads a resume cursor: the Last-Event-ID header (sent by an
+// EventSource when it reconnects, so it wins) or the `after` query
+// parameter (fetch clients, page reloads). Absent means from the start.
+func ParseCursor(lastEventID, after string) (int64, bool) {
+	raw := strings.TrimSpace(lastEventID)
+	if raw == "" {
+		raw = strings.TrimSpace(after)
+	}
+	if raw == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 || n > maxCursor {
+		return 0, false
+	}
+	return n, true
+}
+
+// resumeStream replays a stream after the client's cursor and tails it.
+func (h *Handler) resumeStream(c *gin.Context) {
+	after, ok := ParseCursor(c.GetHeader("Last-Event-ID"), c.Query("after"))
+	if !ok {
+		abort(c, http.StatusBadRequest, "invalid_cursor",
+			"The resume position (Last-Event-ID or ?after=) must be a whole number: the seq of the last event received.")
+		return
+	}
+	h.serveStream(c, c.Param("id"), after)
+}
+
+// stopStream cancels a live generation: 202 when it is being stopped, 200
+// when it had already finished, 404 when the id is unknown.
+func (h *Handler) stopStream(c *gin.Context) {
+	id := c.Param("id")
+	if h.deps.Runs.Stop(id) {
+		c.JSON(http.StatusAccepted, gin.H{"status": "stopping", "message_id": id})
+		return
+	}
+	msg, err := h.deps.History.GetMessage(c, id)
+	switch {
+	case errors.Is(err, history.ErrNotFound) || (err == nil && msg.Role != history.RoleAssistant):
+		abort(c, http.StatusNotFound, "stream_not_found", "No stream with id "+strconv.Quote(id)+".")
+	case err != nil:
+		h.internal(c, "get message", err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"status": msg.Status, "message_id": id})
+	}
+}

@@ -1,0 +1,114 @@
+package run
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+)
+
+// guard sits between the plugins and a stream's bus. It keeps the stream
+// well-formed whatever the plugins do: stream.finished is emitted only by
+// the run (and exactly once), nothing follows it, and blocks a plugin left
+// open (thinking, answer, tool calls) are closed before the end — with a
+// closing </think> when the thinking block was opened with a tag.
+type guard struct {
+	mu        sync.Mutex
+	bus       *eventbus.Bus
+	finished  bool
+	thinking  int // 0 closed, 1 open, 2 open with a <think> tag
+	thinkSeen bool
+	answer    bool
+	tools     map[string]bool
+}
+
+func newGuard(bus *eventbus.Bus) *guard { return &guard{bus: bus} }
+
+// Emit implements eventbus.Emitter for plugins.
+func (g *guard) Emit(ev eventbus.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished || ev.Type == eventbus.TypeStreamFinished || ev.Type == eventbus.TypeResyncRequired {
+		return
+	}
+	g.track(&ev)
+	g.bus.Emit(ev)
+}
+
+func (g *guard) track(ev *eventbus.Event) {
+	switch ev.Type {
+	case eventbus.TypeThinkingStart:
+		g.thinking, g.thinkSeen = 1, false
+	case eventbus.TypeThinkingDelta:
+		if g.thinking == 1 && !g.thinkSeen {
+			g.thinkSeen = true
+			if strings.HasPrefix(ev.Text, "<think>") {
+				g.thinking = 2
+			}
+		}
+		if g.thinking == 2 && ev.Text == "</think>" {
+			g.thinking = 1 // the plugin closed its tag itself
+		}
+	case eventbus.TypeThinkingEnd:
+		g.thinking = 0
+	case eventbus.TypeAnswerStart:
+		g.answer = true
+	case eventbus.TypeAnswerEnd:
+		g.answer = false
+	case eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd:
+		if tc, ok := ev.Payload.(eventbus.ToolCall); ok {
+			if g.tools == nil {
+				g.tools = map[string]bool{}
+			}
+			if ev.Type == eventbus.TypeToolCallStart {
+				g.tools[tc.ToolCallID] = true
+			} else {
+				delete(g.tools, tc.ToolCallID)
+			}
+		}
+	}
+}
+
+// closeOpen ends every block still open, in the order a client expects.
+func (g *guard) closeOpen() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return
+	}
+	if g.thinking == 2 {
+		g.bus.Emit(eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
+	}
+	if g.thinking != 0 {
+		g.bus.Emit(eventbus.Event{Type: eventbus.TypeThinkingEnd})
+		g.thinking = 0
+	}
+	if g.answer {
+		g.bus.Emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
+		g.answer = false
+	}
+	for id := range g.tools {
+		g.bus.Emit(eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
+	}
+	g.tools = nil
+}
+
+// emitInternal publishes an event of the run itself (error, usage).
+func (g *guard) emitInternal(ev eventbus.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.finished {
+		g.bus.Emit(ev)
+	}
+}
+
+// finish publishes the terminal event; later emits are dropped.
+func (g *guard) finish(f eventbus.Finished) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return
+	}
+	g.finished = true
+	g.bus.Emit(eventbus.Of(eventbus.TypeStreamFinished, f))
+}

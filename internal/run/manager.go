@@ -1,0 +1,363 @@
+// Package run owns the lifecycle of a generation: it reserves the
+// assistant message, starts the mode's chain on a context of its own (not
+// the HTTP request's, so a client that leaves does not stop the answer),
+// keeps the cancel registry that stop requests use, and finishes every
+// stream exactly once — saved message first, then stream.finished.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// Causes a run's context is cancelled with.
+var (
+	// ErrStopped: a user asked to stop the generation.
+	ErrStopped = errors.New("stopped by user")
+	// ErrShutdown: the server is shutting down and the grace period ended.
+	ErrShutdown = errors.New("server shutting down")
+	// ErrTooLong: the generation ran past stream.max_duration.
+	ErrTooLong = errors.New("generation exceeded its maximum duration")
+)
+
+// Errors Start returns for requests it refuses.
+var (
+	ErrUnknownMode  = errors.New("unknown chat mode")
+	ErrShuttingDown = errors.New("server is shutting down")
+)
+
+// Setup is what one configuration snapshot gives new runs. A run reads it
+// once, at its start, and keeps it to the end.
+type Setup struct {
+	Chains      map[string]*pipeline.EventManager
+	DefaultMode string
+	Models      pipeline.ModelSource
+	MaxDuration time.Duration
+}
+
+// Observer is attached to every new stream's bus (metrics, tracing).
+type Observer func(bus *eventbus.Bus, info Info)
+
+// Info identifies a run.
+type Info struct {
+	StreamID      string // also the assistant message id
+	SessionID     string
+	UserMessageID string
+	Mode          string
+}
+
+// Options configure a Manager.
+type Options struct {
+	Setup     func() *Setup // the current snapshot
+	History   history.Store
+	Streams   stream.Store
+	Logger    *zap.Logger
+	Observers []Observer
+}
+
+// Manager starts runs and tracks the live ones.
+type Manager struct {
+	opts Options
+	log  *zap.Logger
+
+	mu      sync.Mutex
+	active  map[string]*Run
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// Run is a live generation.
+type Run struct {
+	Info
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// Done is closed when the run has saved its message and finished its stream.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// NewManager returns a manager.
+func NewManager(opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Manager{opts: opts, log: opts.Logger, active: map[string]*Run{}}
+}
+
+// StartRequest is a question to answer in a session.
+type StartRequest struct {
+	SessionID string
+	Question  string
+	Mode      string // "" = the session's mode, else the default mode
+}
+
+// Start saves the question, reserves the assistant message and starts the
+// generation. The returned run's StreamID can be read from the stream
+// store at once. ctx only bounds the setup; the generation runs on.
+func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
+	setup := m.opts.Setup()
+	sess, err := m.opts.History.GetSession(ctx, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	mode := req.Mode
+	if mode == "" {
+		mode = sess.Mode
+	}
+	if mode == "" {
+		mode = setup.DefaultMode
+	}
+	chain, ok := setup.Chains[mode]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
+	}
+
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	m.wg.Add(1) // owned by the run goroutine from here on
+	m.mu.Unlock()
+	started := false
+	defer func() {
+		if !started {
+			m.wg.Done()
+		}
+	}()
+
+	userID, assistantID := newID(), newID()
+	userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID,
+		history.Message{ID: userID, Role: history.RoleUser, Content: req.Question}, assistantID)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.opts.Streams.Create(ctx, assistantID); err != nil {
+		m.failReserved(assistantID, "The answer could not be started.")
+		return nil, err
+	}
+
+	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode}
+	log := m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID))
+	bus := eventbus.NewBus()
+	rec := stream.NewRecorder(m.opts.Streams, assistantID, func(err error) {
+		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
+	})
+	bus.Subscribe(rec.Handle) // first: it assigns the seq the others see
+	p := &persister{}
+	bus.Subscribe(p.handle, persistedTypes...)
+	sl := &streamLogger{log: log, start: time.Now()}
+	bus.Subscribe(sl.handle, loggedTypes...)
+	for _, o := range m.opts.Observers {
+		o(bus, info)
+	}
+
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	if setup.MaxDuration > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, setup.MaxDuration, ErrTooLong)
+		base := cancel
+		cancel = func(cause error) { base(cause); stopTimer() }
+	}
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{})}
+	m.mu.Lock()
+	m.active[assistantID] = r
+	m.mu.Unlock()
+
+	g := newGuard(bus)
+	cm := &pipeline.ChatManage{
+		SessionID:     sess.ID,
+		MessageID:     assistantID,
+		UserMessageID: userMsg.ID,
+		Mode:          mode,
+		Query:         req.Question,
+		Emitter:       g,
+		Messages:      messageReader{m.opts.History},
+		Models:        setup.Models,
+	}
+	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
+		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
+	}))
+	started = true
+	go m.execute(runCtx, r, chain, cm, g, p, log)
+	return r, nil
+}
+
+// execute runs the chain and finishes the stream; it owns one wg slot.
+func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventManager, cm *pipeline.ChatManage,
+	g *guard, p *persister, log *zap.Logger) {
+	defer m.wg.Done()
+	defer close(r.done)
+	defer func() {
+		m.mu.Lock()
+		delete(m.active, r.StreamID)
+		m.mu.Unlock()
+		r.cancel(nil)
+	}()
+
+	perr := m.runChain(ctx, chain, cm, log)
+	status, reason := outcome(ctx, perr)
+	if status == eventbus.StatusFailed && perr != nil {
+		g.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
+	}
+	g.closeOpen()
+
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	err := m.opts.History.FinishMessage(saveCtx, r.StreamID, p.final(status))
+	switch {
+	case err == nil:
+	case errors.Is(err, history.ErrNotFound):
+		log.Info("answer not saved: its session was deleted")
+	default:
+		log.Error("saving the answer failed", zap.Error(err))
+		g.emitInternal(eventbus.Of(eventbus.TypeError, eventbus.Error{
+			Code: "save_failed", Message: "The answer could not be saved; it may be missing from the history.",
+		}))
+	}
+	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
+	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
+		log.Error("finishing the stream in the store failed", zap.Error(err))
+	}
+}
+
+// runChain executes the chain, turning a panic in any plugin into a
+// PluginError so the stream still ends properly.
+func (m *Manager) runChain(ctx context.Context, chain *pipeline.EventManager, cm *pipeline.ChatManage,
+	log *zap.Logger) (perr *pipeline.PluginError) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("plugin panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			perr = &pipeline.PluginError{Code: pipeline.CodeInternal,
+				Message: "An internal error interrupted this answer.", Err: fmt.Errorf("panic: %v", v)}
+		}
+	}()
+	return chain.Execute(ctx, cm)
+}
+
+// outcome decides the terminal status from how the chain ended and why
+// the context (if at all) was cancelled.
+func outcome(ctx context.Context, perr *pipeline.PluginError) (status, reason string) {
+	cause := context.Cause(ctx)
+	switch {
+	case perr == nil:
+		return eventbus.StatusCompleted, ""
+	case errors.Is(cause, ErrStopped):
+		return eventbus.StatusStopped, "user"
+	case errors.Is(cause, ErrShutdown):
+		return eventbus.StatusStopped, "shutdown"
+	case errors.Is(cause, ErrTooLong):
+		return eventbus.StatusFailed, pipeline.CodeTimeout
+	default:
+		return eventbus.StatusFailed, perr.Code
+	}
+}
+
+func errorPayload(ctx context.Context, perr *pipeline.PluginError) eventbus.Error {
+	if errors.Is(context.Cause(ctx), ErrTooLong) {
+		return eventbus.Error{Code: pipeline.CodeTimeout, Stage: string(perr.Stage),
+			Message: "The answer took longer than the configured maximum and was ended."}
+	}
+	msg := perr.Message
+	if msg == "" {
+		msg = "The answer could not be completed."
+	}
+	return eventbus.Error{Code: perr.Code, Message: msg, Stage: string(perr.Stage), Retryable: perr.Retryable}
+}
+
+// failReserved marks a reserved message failed when its run never started.
+func (m *Manager) failReserved(id, msg string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.opts.History.FinishMessage(ctx, id, history.Final{Status: history.StatusFailed, Error: msg}); err != nil {
+		m.log.Error("marking an unstarted answer failed", zap.String("message_id", id), zap.Error(err))
+	}
+}
+
+// Stop cancels a live run; it reports whether the run was live here.
+func (m *Manager) Stop(streamID string) bool {
+	m.mu.Lock()
+	r, ok := m.active[streamID]
+	m.mu.Unlock()
+	if ok {
+		r.cancel(ErrStopped)
+	}
+	return ok
+}
+
+// StopSession cancels every live run of a session (it is being deleted).
+func (m *Manager) StopSession(sessionID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.active {
+		if r.SessionID == sessionID {
+			r.cancel(ErrStopped)
+		}
+	}
+}
+
+// Lookup returns the live run of a stream, if it runs here.
+func (m *Manager) Lookup(streamID string) (*Run, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.active[streamID]
+	return r, ok
+}
+
+// Active is the number of live runs.
+func (m *Manager) Active() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.active)
+}
+
+// Shutdown refuses new runs, lets live ones finish until ctx ends, then
+// stops the rest (their partial answers are saved as stopped) and waits
+// for every run to finish its stream.
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	for _, r := range m.active {
+		r.cancel(ErrShutdown)
+	}
+	m.mu.Unlock()
+	<-done
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// messageReader adapts the history store to the pipeline's MessageReader.
+type messageReader struct{ store history.Store }
+
+func (r messageReader) RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]pipeline.HistoryMessage, error) {
+	msgs, err := r.store.RecentMessages(ctx, sessionID, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.HistoryMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: m.Thinking, Status: m.Status}
+	}
+	return out, nil
+}
