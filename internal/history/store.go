@@ -33,9 +33,13 @@ var (
 	// ErrAlreadyFinished: FinishMessage found the message no longer
 	// streaming; the first finish wins and nothing was changed.
 	ErrAlreadyFinished = errors.New("message already finished")
+	// ErrAlreadyExists: CreateSession or StartTurn was given an ID that a
+	// session or message already has; nothing was saved.
+	ErrAlreadyExists = errors.New("already exists")
 )
 
-// Session is a conversation.
+// Session is a conversation. CreatedAt and UpdatedAt are set by the store
+// (UTC, microsecond precision); values passed in are ignored.
 type Session struct {
 	ID        string
 	Title     string
@@ -44,7 +48,9 @@ type Session struct {
 	UpdatedAt time.Time
 }
 
-// Message is one turn of a session.
+// Message is one turn of a session. CreatedAt and UpdatedAt are set by
+// the store (UTC, microsecond precision); values passed in are ignored.
+// Empty References are read back as nil, and a nil Usage stays nil.
 type Message struct {
 	ID         string
 	SessionID  string
@@ -70,34 +76,50 @@ type Final struct {
 }
 
 // Store persists sessions and messages. Every method is safe for
-// concurrent use. IDs are chosen by the caller.
+// concurrent use. IDs are chosen by the caller, must not be empty, and are
+// unique per kind: a message ID is unique across all sessions. A lookup of
+// an unknown ID fails with ErrNotFound. Lists are never nil, so they
+// encode as [] in JSON. Package historytest holds the
+// conformance suite every implementation passes.
 type Store interface {
+	// CreateSession saves a new session and returns it with its times set.
+	// It fails with ErrAlreadyExists if the ID is taken.
 	CreateSession(ctx context.Context, s Session) (Session, error)
 	GetSession(ctx context.Context, id string) (Session, error)
-	// ListSessions returns sessions, most recently updated first.
+	// ListSessions returns sessions, most recently updated first. A limit
+	// <= 0 means no limit.
 	ListSessions(ctx context.Context, limit, offset int) ([]Session, error)
 	// DeleteSession removes a session and all its messages.
 	DeleteSession(ctx context.Context, id string) error
 
 	// StartTurn saves the user's message and reserves the assistant's
 	// (status streaming, empty content) in one transaction, and touches the
-	// session's UpdatedAt. It fails with ErrNotFound for an unknown session.
+	// session's UpdatedAt. It fails with ErrNotFound for an unknown session
+	// and ErrAlreadyExists if either message ID is taken; then nothing is
+	// saved. The user message gets the session ID, role user and status
+	// completed whatever user carries in those fields.
 	StartTurn(ctx context.Context, sessionID string, user Message, assistantID string) (userMsg, assistantMsg Message, err error)
 	// FinishMessage writes the final state of a reserved assistant message
 	// if, and only if, it is still streaming; otherwise ErrAlreadyFinished
-	// (or ErrNotFound) and nothing changes.
+	// (or ErrNotFound) and nothing changes. Of concurrent calls for one
+	// message exactly one succeeds. f.Status must be completed, stopped or
+	// failed.
 	FinishMessage(ctx context.Context, id string, f Final) error
 	GetMessage(ctx context.Context, id string) (Message, error)
 	// ListMessages returns a session's messages in the order they were
-	// created.
+	// created (insertion order, even when times tie). It fails with
+	// ErrNotFound for an unknown session.
 	ListMessages(ctx context.Context, sessionID string) ([]Message, error)
 	// RecentMessages returns up to limit messages of the session created
 	// before message `before` (all of them when before is ""), skipping
 	// assistant messages that are still streaming or failed with no
-	// content, oldest first.
+	// content, oldest first. The limit keeps the newest of the eligible
+	// messages; limit <= 0 means no limit. It fails with ErrNotFound for an
+	// unknown session or a `before` that is not a message of the session.
 	RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]Message, error)
 	// FailAbandoned marks every message still streaming as failed with the
-	// given reason (used at start after a crash) and reports how many.
+	// given reason as its Error (used at start after a crash) and reports
+	// how many. Their content is kept.
 	FailAbandoned(ctx context.Context, reason string) (int, error)
 
 	Ping(ctx context.Context) error
