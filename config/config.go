@@ -12,12 +12,17 @@ type Config struct {
 	Log         Log                       `mapstructure:"log"`
 	Limits      Limits                    `mapstructure:"limits"`
 	Stream      Stream                    `mapstructure:"stream"`
-	StreamStore string                    `mapstructure:"stream_store"` // memory
+	StreamStore string                    `mapstructure:"stream_store"` // memory (redis later)
 	Storage     Storage                   `mapstructure:"storage"`
 	Models      map[string]Model          `mapstructure:"models"`
 	DefaultMode string                    `mapstructure:"default_mode"`
 	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
 	Plugins     map[string]map[string]any `mapstructure:"plugins"`
+
+	// File is the config file this snapshot was read from; empty when the
+	// default config.yaml does not exist and chatpipe runs on built-in
+	// defaults (plus CHATPIPE_* variables). It is not a config key.
+	File string `mapstructure:"-"`
 }
 
 // Server is the HTTP listener.
@@ -61,7 +66,7 @@ type SQLite struct {
 	Path string `mapstructure:"path"`
 }
 
-// Model is one named chat model.
+// Model is one named chat model. Its String method never prints APIKey.
 type Model struct {
 	Provider    string        `mapstructure:"provider"` // demo | openai | ollama
 	BaseURL     string        `mapstructure:"base_url"`
@@ -85,6 +90,6 @@ type Model struct {
 //	    - load_history
 //	    - chat_completion_stream: {model: fast}
 type PipelineEntry struct {
-	Name      string
-	Overrides map[string]any
+	Name      string         // lower-cased, like the plugins.<name> key it refers to
+	Overrides map[string]any // nil when none; shared with the Config, so read-only
 }

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// DefaultSystemPrompt is the chat_completion_stream system prompt used when
+// config.yaml sets none.
+const DefaultSystemPrompt = "You are a helpful assistant. Answer clearly and concisely. " +
+	"If you do not know the answer, say so instead of guessing."
+
+// builtinDefaults is the configuration chatpipe runs on with no config.yaml,
+// written as the YAML would be. It is rebuilt on every call so that no two
+// snapshots share a slice or map. config.yaml at the repository root must
+// say the same thing (TestRepoConfigYAMLMatchesBuiltinDefaults).
+func builtinDefaults() map[string]any {
+	return map[string]any{
+		"server": map[string]any{
+			"addr":                "127.0.0.1:8080",
+			"read_header_timeout": "10s",
+			"write_timeout":       "30s",
+			"shutdown_grace":      "20s",
+		},
+		"log": map[string]any{
+			"level":  "info",
+			"format": "json",
+		},
+		"limits": map[string]any{
+			"max_body_bytes":     1 << 20,
+			"max_question_chars": 8000,
+			"max_title_chars":    200,
+		},
+		"stream": map[string]any{
+			"heartbeat":    "15s",
+			"max_events":   20000,
+			"max_bytes":    8 << 20,
+			"retention":    "10m",
+			"max_duration": "10m",
+		},
+		"stream_store": "memory",
+		"storage": map[string]any{
+			"driver": "sqlite",
+			"sqlite": map[string]any{"path": "./data/chatpipe.db"},
+		},
+		"models": map[string]any{
+			"default": map[string]any{
+				"provider":    "demo",
+				"chunk_delay": "30ms",
+			},
+		},
+		"default_mode": "chat",
+		"pipelines": map[string]any{
+			"chat": []any{"load_history", "chat_completion_stream"},
+		},
+		"plugins": map[string]any{
+			"load_history": map[string]any{
+				"max_rounds": 5,
+				"max_tokens": 3000,
+			},
+			"chat_completion_stream": map[string]any{
+				"model":         "default",
+				"think_tags":    true,
+				"system_prompt": DefaultSystemPrompt,
+			},
+		},
+	}
+}
+
+// replacedSections are the map-keyed sections a config file replaces as a
+// whole: a file that lists its own models does not silently keep the
+// built-in demo model, and a file that lists its own modes does not keep
+// the built-in chat mode. Every other section, plugins included, merges key
+// by key with the defaults.
+var replacedSections = []string{"models", "pipelines"}
+
+// setDefaults registers every built-in default with v, leaving out the
+// replaced sections that file (the parsed config file, nil for none)
+// defines itself. Registering each leaf is what lets CHATPIPE_* variables
+// reach Unmarshal for keys the file does not mention.
+func setDefaults(v *viper.Viper, defaults, file map[string]any) {
+	for _, section := range replacedSections {
+		if _, ok := lookupFold(file, section); ok {
+			delete(defaults, section)
+		}
+	}
+	for key, val := range flatten(defaults, "") {
+		v.SetDefault(key, val)
+	}
+}
+
+// flatten turns nested maps into dotted keys; lists and scalars are leaves.
+func flatten(m map[string]any, prefix string) map[string]any {
+	out := map[string]any{}
+	for k, val := range m {
+		key := strings.ToLower(prefix + k)
+		if sub, ok := val.(map[string]any); ok && len(sub) > 0 {
+			for sk, sv := range flatten(sub, key+".") {
+				out[sk] = sv
+			}
+			continue
+		}
+		out[key] = val
+	}
+	return out
+}
+
+// lookupFold finds key in m ignoring case, as viper does.
+func lookupFold(m map[string]any, key string) (any, bool) {
+	if v, ok := m[key]; ok {
+		return v, true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// lookupPath follows a dotted key through nested maps, ignoring case.
+func lookupPath(m map[string]any, key string) (any, bool) {
+	parts := strings.Split(key, ".")
+	var cur any = m
+	for _, p := range parts {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = lookupFold(mm, p); !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}

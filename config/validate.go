@@ -1,0 +1,214 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUnknownMode is returned (wrapped in a KeyError) by Chain for a chat
+// mode that has no pipeline.
+var ErrUnknownMode = errors.New("no such chat mode")
+
+// Accepted values. They are sets that grow as implementations land (redis
+// for stream_store, postgres for storage.driver); error messages list them.
+var (
+	streamStores   = []string{"memory"}
+	storageDrivers = []string{"sqlite"}
+	logLevels      = []string{"debug", "info", "warn", "error"}
+	logFormats     = []string{"json", "console"}
+)
+
+// minHeartbeat keeps heartbeats from flooding clients and proxies.
+const minHeartbeat = time.Second
+
+// Validate checks the snapshot and returns every problem found, one
+// KeyError per key, joined. Model entries are checked by the model
+// registry and plugin settings by each plugin; Validate only checks that
+// models and pipelines are well-formed.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) {
+		errs = append(errs, keyErr(key, format, args...))
+	}
+
+	if err := checkHostPort(c.Server.Addr); err != nil {
+		add("server.addr", "%v", err)
+	}
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout},
+		{"server.write_timeout", c.Server.WriteTimeout},
+		{"server.shutdown_grace", c.Server.ShutdownGrace},
+		{"stream.retention", c.Stream.Retention},
+		{"stream.max_duration", c.Stream.MaxDuration},
+	} {
+		if d.val <= 0 {
+			add(d.key, "must be a positive duration like \"30s\", got %v", d.val)
+		}
+	}
+	if c.Stream.Heartbeat < minHeartbeat {
+		add("stream.heartbeat", "must be at least %v, got %v", minHeartbeat, c.Stream.Heartbeat)
+	}
+	for _, n := range []struct {
+		key string
+		val int64
+	}{
+		{"limits.max_body_bytes", c.Limits.MaxBodyBytes},
+		{"limits.max_question_chars", int64(c.Limits.MaxQuestionChars)},
+		{"limits.max_title_chars", int64(c.Limits.MaxTitleChars)},
+		{"stream.max_events", int64(c.Stream.MaxEvents)},
+		{"stream.max_bytes", c.Stream.MaxBytes},
+	} {
+		if n.val <= 0 {
+			add(n.key, "must be greater than 0, got %d", n.val)
+		}
+	}
+
+	oneOf := func(key, val string, accepted []string) {
+		if !slices.Contains(accepted, val) {
+			add(key, "%q is not supported (accepted: %s)", val, strings.Join(accepted, ", "))
+		}
+	}
+	oneOf("log.level", c.Log.Level, logLevels)
+	oneOf("log.format", c.Log.Format, logFormats)
+	oneOf("stream_store", c.StreamStore, streamStores)
+	oneOf("storage.driver", c.Storage.Driver, storageDrivers)
+	if c.Storage.Driver == "sqlite" && strings.TrimSpace(c.Storage.SQLite.Path) == "" {
+		add("storage.sqlite.path", "must name the database file")
+	}
+
+	if len(c.Models) == 0 {
+		add("models", "define at least one model")
+	}
+	for _, name := range sortedKeys(c.Models) {
+		if strings.TrimSpace(name) == "" {
+			add("models", "a model has an empty name")
+		}
+	}
+
+	if len(c.Pipelines) == 0 {
+		add("pipelines", "define at least one chat mode")
+	}
+	if _, err := c.Chains(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case c.DefaultMode == "":
+		add("default_mode", "must name one of the pipelines (%s)", strings.Join(sortedKeys(c.Pipelines), ", "))
+	case !hasKey(c.Pipelines, c.DefaultMode):
+		add("default_mode", "%q has no pipeline (pipelines: %s)", c.DefaultMode, strings.Join(sortedKeys(c.Pipelines), ", "))
+	}
+	return errors.Join(errs...)
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port like \"127.0.0.1:8080\" or \":8080\", got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// Chain parses the plugin list of a chat mode. Mode names are
+// case-insensitive, like every key in config.yaml. An unknown mode is a
+// KeyError wrapping ErrUnknownMode.
+func (c *Config) Chain(mode string) ([]PipelineEntry, error) {
+	mode = strings.ToLower(strings.TrimSpace(mode))
+	raw, ok := c.Pipelines[mode]
+	if !ok {
+		return nil, &KeyError{
+			Key: "pipelines." + mode,
+			Err: fmt.Errorf("%w (modes: %s)", ErrUnknownMode, strings.Join(sortedKeys(c.Pipelines), ", ")),
+		}
+	}
+	return parseChain(mode, raw)
+}
+
+// Chains parses every mode's plugin list; the error joins one KeyError per
+// bad entry.
+func (c *Config) Chains() (map[string][]PipelineEntry, error) {
+	out := make(map[string][]PipelineEntry, len(c.Pipelines))
+	var errs []error
+	for _, mode := range sortedKeys(c.Pipelines) {
+		chain, err := parseChain(mode, c.Pipelines[mode])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[mode] = chain
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+const entryShape = "want a plugin name or {name: {settings}}"
+
+func parseChain(mode string, raw []any) ([]PipelineEntry, error) {
+	key := "pipelines." + mode
+	if len(raw) == 0 {
+		return nil, keyErr(key, "is empty; list at least one plugin")
+	}
+	chain := make([]PipelineEntry, 0, len(raw))
+	var errs []error
+	for i, item := range raw {
+		entry, err := parseEntry(item)
+		if err != nil {
+			errs = append(errs, &KeyError{Key: fmt.Sprintf("%s[%d]", key, i), Err: err})
+			continue
+		}
+		chain = append(chain, entry)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return chain, nil
+}
+
+// parseEntry reads `name` or `{name: {settings}}`. Plugin names are
+// lower-cased, as viper lower-cases the plugins.<name> keys they refer to.
+func parseEntry(item any) (PipelineEntry, error) {
+	switch v := item.(type) {
+	case string:
+		name := strings.ToLower(strings.TrimSpace(v))
+		if name == "" {
+			return PipelineEntry{}, errors.New("empty plugin name")
+		}
+		return PipelineEntry{Name: name}, nil
+	case map[string]any:
+		if len(v) != 1 {
+			return PipelineEntry{}, fmt.Errorf("%s, got a mapping with %d keys (%s)", entryShape, len(v), strings.Join(sortedKeys(v), ", "))
+		}
+		for name, settings := range v {
+			name = strings.ToLower(strings.TrimSpace(name))
+			if name == "" {
+				return PipelineEntry{}, errors.New("empty plugin name")
+			}
+			switch s := settings.(type) {
+			case nil:
+				return PipelineEntry{Name: name}, nil
+			case map[string]any:
+				return PipelineEntry{Name: name, Overrides: s}, nil
+			default:
+				return PipelineEntry{}, fmt.Errorf("%s, got %s for %s's settings", entryShape, describe(name, settings), name)
+			}
+		}
+	}
+	return PipelineEntry{}, fmt.Errorf("%s, got %s", entryShape, describe("", item))
+}
