@@ -1,0 +1,180 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudwego/eino/components/model"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// Defaults of a model entry.
+const (
+	DefaultRetries       = 2
+	DefaultHeaderTimeout = 60 * time.Second
+	DefaultOllamaURL     = "http://localhost:11434"
+	maxRetries           = 10
+)
+
+// ErrUnknownModel is returned (wrapped) by Registry.ChatModel for a name
+// that config.yaml does not define.
+var ErrUnknownModel = errors.New("chat model is not configured")
+
+// RegistryOptions are the registry's dependencies.
+type RegistryOptions struct {
+	// HTTPClient sends every provider request (nil = http.DefaultClient).
+	// Its Timeout is ignored; each model's timeout bounds only connecting
+	// and the wait for response headers.
+	HTTPClient *http.Client
+}
+
+// Registry holds the chat models of one configuration, built and validated
+// up front. It is immutable: a config reload builds a new Registry.
+type Registry struct {
+	models map[string]*pipeline.ChatModel
+	names  []string
+}
+
+// NewRegistry validates and builds every entry of models. Errors name the
+// config key at fault, e.g. `models.fast.base_url: required for provider openai`.
+func NewRegistry(models map[string]config.Model, opts RegistryOptions) (*Registry, error) {
+	r := &Registry{models: make(map[string]*pipeline.ChatModel, len(models))}
+	for name := range models {
+		r.names = append(r.names, name)
+	}
+	sort.Strings(r.names)
+	for _, name := range r.names {
+		cm, err := buildModel(name, models[name], opts)
+		if err != nil {
+			return nil, err
+		}
+		r.models[name] = cm
+	}
+	return r, nil
+}
+
+// ChatModel returns the named model. Each call returns a fresh copy, so a
+// caller may append to its Options.
+func (r *Registry) ChatModel(name string) (*pipeline.ChatModel, error) {
+	cm, ok := r.models[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (models: %s)", ErrUnknownModel, name, strings.Join(r.names, ", "))
+	}
+	c := *cm
+	c.Options = slices.Clone(cm.Options)
+	return &c, nil
+}
+
+// Names returns the configured model names, sorted.
+func (r *Registry) Names() []string { return slices.Clone(r.names) }
+
+// buildModel validates one entry and builds its client.
+func buildModel(name string, m config.Model, opts RegistryOptions) (*pipeline.ChatModel, error) {
+	key := "models." + name
+	if name == "" {
+		return nil, fmt.Errorf("models: a model has an empty name")
+	}
+	provider := strings.ToLower(strings.TrimSpace(m.Provider))
+	switch provider {
+	case "demo", "openai", "ollama":
+	case "":
+		return nil, fmt.Errorf("%s.provider: required (want demo, openai or ollama)", key)
+	default:
+		return nil, fmt.Errorf("%s.provider: unknown provider %q (want demo, openai or ollama)", key, m.Provider)
+	}
+	if err := checkCommon(key, provider, m); err != nil {
+		return nil, err
+	}
+	retries := DefaultRetries
+	if m.Retries != nil {
+		retries = *m.Retries
+	}
+	timeout := m.Timeout
+	if timeout == 0 {
+		timeout = DefaultHeaderTimeout
+	}
+	cm := &pipeline.ChatModel{Name: name, Provider: provider, Retries: retries}
+	if m.Temperature != nil {
+		cm.Options = append(cm.Options, model.WithTemperature(*m.Temperature))
+	}
+	if m.MaxTokens > 0 {
+		cm.Options = append(cm.Options, model.WithMaxTokens(m.MaxTokens))
+	}
+
+	var err error
+	switch provider {
+	case "demo":
+		cm.Model = NewDemo(m.ChunkDelay)
+	case "openai":
+		oc := OpenAIConfig{BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Model, Temperature: m.Temperature,
+			MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: timeout}
+		if strings.EqualFold(m.Client, "eino") {
+			cm.Model, err = NewEinoOpenAI(oc)
+		} else {
+			cm.Model, err = NewOpenAI(oc)
+		}
+	case "ollama":
+		base := m.BaseURL
+		if base == "" {
+			base = DefaultOllamaURL
+		}
+		cm.Model, err = NewOllama(OllamaConfig{BaseURL: base, Model: m.Model, Thinking: m.Thinking,
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: timeout})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return cm, nil
+}
+
+// checkCommon validates an entry's fields. Knobs of another provider
+// (client on ollama, thinking on openai) are ignored, not rejected, so
+// defaults applied to every entry stay harmless.
+func checkCommon(key, provider string, m config.Model) error {
+	if provider != "demo" {
+		if m.BaseURL == "" && provider == "openai" {
+			return fmt.Errorf("%s.base_url: required for provider openai (e.g. https://api.openai.com/v1)", key)
+		}
+		if m.BaseURL != "" {
+			if _, err := checkBaseURL(m.BaseURL); err != nil {
+				return fmt.Errorf("%s.base_url: %v", key, err)
+			}
+			if strings.HasSuffix(strings.TrimRight(m.BaseURL, "/"), "/chat/completions") {
+				return fmt.Errorf("%s.base_url: give the API root (…/v1), not the /chat/completions endpoint", key)
+			}
+		}
+		if strings.TrimSpace(m.Model) == "" {
+			return fmt.Errorf("%s.model: required for provider %s", key, provider)
+		}
+	}
+	switch strings.ToLower(m.Client) {
+	case "", "lean", "eino":
+	default:
+		return fmt.Errorf("%s.client: want lean or eino, got %q", key, m.Client)
+	}
+	if m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2) {
+		return fmt.Errorf("%s.temperature: must be between 0 and 2, got %g", key, *m.Temperature)
+	}
+	if m.MaxTokens < 0 {
+		return fmt.Errorf("%s.max_tokens: must not be negative", key)
+	}
+	if m.Retries != nil && (*m.Retries < 0 || *m.Retries > maxRetries) {
+		return fmt.Errorf("%s.retries: must be between 0 and %d, got %d", key, maxRetries, *m.Retries)
+	}
+	if m.Timeout < 0 {
+		return fmt.Errorf("%s.timeout: must not be negative", key)
+	}
+	if m.ChunkDelay < 0 {
+		return fmt.Errorf("%s.chunk_delay: must not be negative", key)
+	}
+	return nil
+}
+
+var _ pipeline.ModelSource = (*Registry)(nil)
