@@ -38,6 +38,10 @@ type Handler struct {
 }
 
 // New returns the API's http.Handler.
+//
+// Handlers pass c.Request.Context() to stores, never the *gin.Context
+// itself: gin recycles contexts after a request, while a store (SQLite's
+// interrupt watcher, for one) may still be watching Done.
 func New(deps Deps) http.Handler {
 	if deps.Logger == nil {
 		deps.Logger = zap.NewNop()
@@ -46,7 +50,6 @@ func New(deps Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.ContextWithFallback = true
 	r.Use(h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered))
 	r.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")

@@ -48,7 +48,7 @@ func (h *Handler) postMessage(c *gin.Context) {
 		return
 	}
 
-	r, err := h.deps.Runs.Start(c, run.StartRequest{SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
+	r, err := h.deps.Runs.Start(c.Request.Context(), run.StartRequest{SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		abort(c, http.StatusNotFound, "session_not_found", "No session with id "+strconv.Quote(c.Param("id"))+".")
@@ -71,7 +71,7 @@ func (h *Handler) postMessage(c *gin.Context) {
 		h.serveStream(c, r.StreamID, 0)
 		return
 	}
-	sub, err := h.deps.Streams.Subscribe(c, r.StreamID, 0)
+	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), r.StreamID, 0)
 	if err != nil {
 		h.internal(c, "subscribe to stream", err)
 		return

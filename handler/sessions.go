@@ -74,11 +74,14 @@ func (h *Handler) createSession(c *gin.Context) {
 	if req.Title == "" {
 		req.Title = "New chat"
 	}
-	if req.Mode != "" && !h.knownMode(req.Mode) {
+	if req.Mode == "" {
+		req.Mode = h.cfg().DefaultMode // a session keeps its mode even if the default changes later
+	}
+	if !h.knownMode(req.Mode) {
 		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
 		return
 	}
-	s, err := h.deps.History.CreateSession(c, history.Session{ID: uuid.Must(uuid.NewV7()).String(), Title: req.Title, Mode: req.Mode})
+	s, err := h.deps.History.CreateSession(c.Request.Context(), history.Session{ID: uuid.Must(uuid.NewV7()).String(), Title: req.Title, Mode: req.Mode})
 	if err != nil {
 		h.internal(c, "create session", err)
 		return
@@ -101,7 +104,7 @@ func (h *Handler) listSessions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	list, err := h.deps.History.ListSessions(c, limit, offset)
+	list, err := h.deps.History.ListSessions(c.Request.Context(), limit, offset)
 	if err != nil {
 		h.internal(c, "list sessions", err)
 		return
@@ -131,7 +134,7 @@ func queryInt(c *gin.Context, name string, def, lo, hi int) (int, bool) {
 
 // session loads the session named in the path, answering 404 itself.
 func (h *Handler) session(c *gin.Context) (history.Session, bool) {
-	s, err := h.deps.History.GetSession(c, c.Param("id"))
+	s, err := h.deps.History.GetSession(c.Request.Context(), c.Param("id"))
 	if errors.Is(err, history.ErrNotFound) {
 		abort(c, http.StatusNotFound, "session_not_found", "No session with id "+strconv.Quote(c.Param("id"))+".")
 		return s, false
@@ -157,7 +160,7 @@ func (h *Handler) deleteSession(c *gin.Context) {
 	// Answers still being generated for this session would have nowhere
 	// to be saved: stop them so the provider stops billing.
 	h.deps.Runs.StopSession(s.ID)
-	err := h.deps.History.DeleteSession(c, s.ID)
+	err := h.deps.History.DeleteSession(c.Request.Context(), s.ID)
 	if err != nil && !errors.Is(err, history.ErrNotFound) {
 		h.internal(c, "delete session", err)
 		return
@@ -170,7 +173,7 @@ func (h *Handler) listMessages(c *gin.Context) {
 	if !ok {
 		return
 	}
-	msgs, err := h.deps.History.ListMessages(c, s.ID)
+	msgs, err := h.deps.History.ListMessages(c.Request.Context(), s.ID)
 	if err != nil {
 		h.internal(c, "list messages", err)
 		return

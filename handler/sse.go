@@ -22,7 +22,7 @@ import (
 // A finished stream with nothing left to send answers 204, which tells an
 // EventSource to stop reconnecting.
 func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
-	sub, err := h.deps.Streams.Subscribe(c, id, after)
+	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), id, after)
 	switch {
 	case errors.Is(err, stream.ErrNotFound):
 		h.streamGone(c, id)
@@ -91,7 +91,7 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 // message exists the replay window is gone (resync from the saved
 // message); otherwise the id is unknown.
 func (h *Handler) streamGone(c *gin.Context, id string) {
-	if m, err := h.deps.History.GetMessage(c, id); err == nil && m.Role == history.RoleAssistant {
+	if m, err := h.deps.History.GetMessage(c.Request.Context(), id); err == nil && m.Role == history.RoleAssistant {
 		h.sendResync(c, id)
 		return
 	}

@@ -51,7 +51,7 @@ func (h *Handler) stopStream(c *gin.Context) {
 		c.JSON(http.StatusAccepted, gin.H{"status": "stopping", "message_id": id})
 		return
 	}
-	msg, err := h.deps.History.GetMessage(c, id)
+	msg, err := h.deps.History.GetMessage(c.Request.Context(), id)
 	switch {
 	case errors.Is(err, history.ErrNotFound) || (err == nil && msg.Role != history.RoleAssistant):
 		abort(c, http.StatusNotFound, "stream_not_found", "No stream with id "+strconv.Quote(id)+".")

@@ -55,6 +55,17 @@ func (m *EventManager) Plugins() []string {
 	return names
 }
 
+// PluginInstances lists the chain's plugins, each once, in order.
+func (m *EventManager) PluginInstances() []Plugin {
+	var out []Plugin
+	for i, l := range m.links {
+		if i == 0 || m.links[i-1].plugin != l.plugin {
+			out = append(out, l.plugin)
+		}
+	}
+	return out
+}
+
 // Execute runs the chain for one request. Each stage emits a stage event
 // when it starts and when it hands on (or returns), so a frontend can show
 // progress. Cancellation between stages ends the chain.
@@ -112,6 +123,6 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 	if perr != nil && perr.Code == CodeCanceled && !closed {
 		st.detail = "cancelled"
 	}
-	closeStage(perr != nil)
+	closeStage(perr != nil && perr.Code != CodeCanceled)
 	return perr
 }

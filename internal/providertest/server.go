@@ -27,14 +27,15 @@ type Server struct {
 	closing   chan struct{} // closed by Close: releases every held handler
 	closeOnce sync.Once
 
-	mu       sync.Mutex
-	queue    []Script
-	def      Script
-	requests []Request
-	aborts   int
-	consumed int // aborts already returned by WaitAbort
-	chunks   int
-	changed  chan struct{} // closed and replaced on every recorded event
+	mu        sync.Mutex
+	queue     []Script
+	def       Script
+	responder func(Request) Script
+	requests  []Request
+	aborts    int
+	consumed  int // aborts already returned by WaitAbort
+	chunks    int
+	changed   chan struct{} // closed and replaced on every recorded event
 }
 
 // Request is one request the server received.
@@ -104,6 +105,15 @@ func (s *Server) SetDefault(sc Script) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.def = sc
+}
+
+// SetResponder makes requests that find the queue empty get the script f
+// returns for them (instead of the default), e.g. an answer that echoes
+// the question so concurrent streams can be told apart.
+func (s *Server) SetResponder(f func(Request) Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.responder = f
 }
 
 // Requests returns the requests received so far, in order.
@@ -189,9 +199,12 @@ func (s *Server) record(r *http.Request, takeScript bool) (Request, Script) {
 		if !takeScript {
 			return
 		}
-		if len(s.queue) > 0 {
+		switch {
+		case len(s.queue) > 0:
 			sc, s.queue = s.queue[0], s.queue[1:]
-		} else {
+		case s.responder != nil:
+			sc = s.responder(req)
+		default:
 			sc = s.def
 		}
 	})

@@ -1,0 +1,350 @@
+// Package app is chatpipe's composition root: it turns a configuration
+// into running parts — logger, stores, models, pipelines, run manager and
+// the HTTP API — and swaps in new models and pipelines when config.yaml
+// changes. main.go only calls it; tests start whole servers through it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/run"
+	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/pipeline"
+	_ "github.com/chatpipe/chatpipe/plugins" // registers the built-in plugins
+)
+
+// Options adjust how an App is built.
+type Options struct {
+	// ConfigPath is watched for changes when set (hot reload).
+	ConfigPath string
+	// Logger replaces the logger built from cfg.Log (tests).
+	Logger *zap.Logger
+	// Level is the level of Logger, changed on reload; optional.
+	Level *zap.AtomicLevel
+	// HTTPClient is used for model providers; nil = a default client.
+	HTTPClient *http.Client
+	// Observers are attached to every stream's bus.
+	Observers []run.Observer
+}
+
+// App is a configured chatpipe server.
+type App struct {
+	opts    Options
+	log     *zap.Logger
+	level   *zap.AtomicLevel
+	cfg     atomic.Pointer[config.Config]
+	setup   atomic.Pointer[run.Setup]
+	history history.Store
+	streams stream.Store
+	runs    *run.Manager
+	handler http.Handler
+	watcher *config.Watcher
+	closing atomic.Bool
+}
+
+// New builds an App from a loaded config. It validates everything first:
+// an invalid config fails here with a message naming the key.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{opts: opts, log: opts.Logger, level: opts.Level}
+	if a.log == nil {
+		var err error
+		if a.log, a.level, err = NewLogger(cfg.Log); err != nil {
+			return nil, err
+		}
+	}
+	setup, err := a.buildSetup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.cfg.Store(cfg)
+	a.setup.Store(setup)
+
+	if a.history, err = openHistory(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if n, err := a.history.FailAbandoned(ctx, "The server stopped before this answer was finished."); err != nil {
+		_ = a.history.Close()
+		return nil, fmt.Errorf("history: mark abandoned answers: %w", err)
+	} else if n > 0 {
+		a.log.Warn("answers left streaming by an earlier run were marked failed", zap.Int("count", n))
+	}
+	a.streams = openStreams(cfg)
+	a.runs = run.NewManager(run.Options{
+		Setup:     a.setup.Load,
+		History:   a.history,
+		Streams:   a.streams,
+		Logger:    a.log,
+		Observers: opts.Observers,
+	})
+	a.handler = handler.New(handler.Deps{
+		Config:  a.cfg.Load,
+		Modes:   a.modes,
+		History: a.history,
+		Streams: a.streams,
+		Runs:    a.runs,
+		Logger:  a.log,
+		Ready:   a.ready,
+	})
+	if opts.ConfigPath != "" {
+		if a.watcher, err = config.Watch(opts.ConfigPath, a.apply, a.log); err != nil {
+			a.closeStores()
+			return nil, fmt.Errorf("watch %s: %w", opts.ConfigPath, err)
+		}
+	}
+	return a, nil
+}
+
+// NewLogger builds the zap logger described by cfg, with a level that a
+// reload can change. Sampling is off: lifecycle lines must not be dropped.
+func NewLogger(cfg config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
+	level, err := zap.ParseAtomicLevel(cfg.Level)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log.level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = level
+	zc.Sampling = nil
+	zc.EncoderConfig.TimeKey = "time"
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	if cfg.Format == "console" {
+		zc.Encoding = "console"
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
+	}
+	log, err := zc.Build()
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, &level, nil
+}
+
+func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error) {
+	switch cfg.Storage.Driver {
+	case "sqlite":
+		s, err := sqlitestore.Open(ctx, cfg.Storage.SQLite.Path)
+		if err != nil {
+			return nil, fmt.Errorf("storage.sqlite.path: %w", err)
+		}
+		return s, nil
+	default:
+		return nil, fmt.Errorf("storage.driver: unknown driver %q", cfg.Storage.Driver)
+	}
+}
+
+func openStreams(cfg *config.Config) stream.Store {
+	return stream.NewMemory(stream.MemoryOptions{
+		MaxEvents: cfg.Stream.MaxEvents,
+		MaxBytes:  cfg.Stream.MaxBytes,
+		Retention: cfg.Stream.Retention,
+	})
+}
+
+// modelUser is implemented by plugins that call a named model, so a
+// missing model is caught when the config loads, not on the first request.
+type modelUser interface{ ModelName() string }
+
+// buildSetup builds the models and every mode's chain of cfg.
+func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
+	models, err := llm.NewRegistry(cfg.Models, llm.RegistryOptions{HTTPClient: a.opts.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	chains, err := cfg.Chains()
+	if err != nil {
+		return nil, err
+	}
+	setup := &run.Setup{
+		Chains:      make(map[string]*pipeline.EventManager, len(chains)),
+		DefaultMode: cfg.DefaultMode,
+		Models:      models,
+		MaxDuration: cfg.Stream.MaxDuration,
+	}
+	for mode, entries := range chains {
+		chain := make([]pipeline.ChainEntry, len(entries))
+		for i, e := range entries {
+			chain[i] = pipeline.ChainEntry{Name: e.Name, Overrides: e.Overrides}
+		}
+		m, err := pipeline.Build(mode, chain, cfg.Plugins)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range m.PluginInstances() {
+			if mu, ok := p.(modelUser); ok {
+				if _, err := models.ChatModel(mu.ModelName()); err != nil {
+					return nil, fmt.Errorf("pipelines.%s: plugin %s uses model %q, which is not defined under models",
+						mode, p.Name(), mu.ModelName())
+				}
+			}
+		}
+		setup.Chains[mode] = m
+	}
+	return setup, nil
+}
+
+// apply is the hot-reload callback: build the new snapshot completely,
+// then swap it in; on any error the old one stays (the watcher logs it).
+// Runs already streaming keep the setup they started with.
+func (a *App) apply(cfg *config.Config) error {
+	setup, err := a.buildSetup(cfg)
+	if err != nil {
+		return err
+	}
+	old := a.cfg.Load()
+	for _, key := range restartOnly(old, cfg) {
+		a.log.Warn("config change needs a restart to take effect", zap.String("key", key))
+	}
+	if a.level != nil {
+		if lvl, err := zapcore.ParseLevel(cfg.Log.Level); err == nil {
+			a.level.SetLevel(lvl)
+		}
+	}
+	a.cfg.Store(cfg)
+	a.setup.Store(setup)
+	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
+	return nil
+}
+
+// restartOnly lists the changed keys that are read only at start.
+func restartOnly(old, cfg *config.Config) []string {
+	var keys []string
+	if old.Server != cfg.Server {
+		keys = append(keys, "server")
+	}
+	if old.Storage != cfg.Storage {
+		keys = append(keys, "storage")
+	}
+	if old.StreamStore != cfg.StreamStore {
+		keys = append(keys, "stream_store")
+	}
+	if old.Stream.MaxEvents != cfg.Stream.MaxEvents || old.Stream.MaxBytes != cfg.Stream.MaxBytes ||
+		old.Stream.Retention != cfg.Stream.Retention {
+		keys = append(keys, "stream.max_events/max_bytes/retention")
+	}
+	if old.Log.Format != cfg.Log.Format {
+		keys = append(keys, "log.format")
+	}
+	return keys
+}
+
+func (a *App) modes() []string {
+	setup := a.setup.Load()
+	out := make([]string, 0, len(setup.Chains))
+	for m := range setup.Chains {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *App) ready(ctx context.Context) error {
+	if a.closing.Load() {
+		return errors.New("shutting down")
+	}
+	return a.history.Ping(ctx)
+}
+
+// Handler is the HTTP API.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Runs is the run manager (tests and metrics look at it).
+func (a *App) Runs() *run.Manager { return a.runs }
+
+// Config is the current configuration snapshot.
+func (a *App) Config() *config.Config { return a.cfg.Load() }
+
+// Logger is the app's logger.
+func (a *App) Logger() *zap.Logger { return a.log }
+
+// Serve listens on the configured address and serves until ctx ends, then
+// shuts down gracefully (see Shutdown).
+func (a *App) Serve(ctx context.Context) error {
+	cfg := a.cfg.Load()
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("server.addr: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout, // SSE writers renew it per write
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(a.log.Named("http")),
+	}
+	a.log.Info("chatpipe listening", zap.String("addr", ln.Addr().String()), zap.String("config", configSource(cfg)))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down", zap.Duration("grace", cfg.Server.ShutdownGrace))
+	a.closing.Store(true)
+	grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
+	defer cancel()
+	// Stop accepting; readers of live streams keep their connections until
+	// their streams end, which Shutdown of the runs guarantees.
+	httpDone := make(chan error, 1)
+	go func() {
+		hctx, hcancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace+5*time.Second)
+		defer hcancel()
+		httpDone <- srv.Shutdown(hctx)
+	}()
+	a.runs.Shutdown(grace)
+	if err := <-httpDone; err != nil {
+		_ = srv.Close()
+	}
+	<-errc
+	return a.Close()
+}
+
+func configSource(cfg *config.Config) string {
+	if cfg.File == "" {
+		return "built-in defaults"
+	}
+	if abs, err := filepath.Abs(cfg.File); err == nil {
+		return abs
+	}
+	return cfg.File
+}
+
+// Close stops the watcher, ends live runs (saved as stopped) and closes
+// the stores. It is safe to call once after Serve or instead of it.
+func (a *App) Close() error {
+	a.closing.Store(true)
+	if a.watcher != nil {
+		_ = a.watcher.Close()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace left: stop whatever still runs
+	a.runs.Shutdown(ctx)
+	return a.closeStores()
+}
+
+func (a *App) closeStores() error {
+	var errs []error
+	if a.streams != nil {
+		errs = append(errs, a.streams.Close())
+	}
+	errs = append(errs, a.history.Close())
+	_ = a.log.Sync()
+	return errors.Join(errs...)
+}
