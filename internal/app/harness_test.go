@@ -14,7 +14,9 @@ import (
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -34,6 +36,7 @@ type harness struct {
 	srv      *httptest.Server
 	provider *providertest.Server
 	client   *http.Client
+	logs     *observer.ObservedLogs // every log line of the server, for tests that wait on one
 }
 
 func intp(n int) *int { return &n }
@@ -43,24 +46,35 @@ func intp(n int) *int { return &n }
 func newHarness(t *testing.T, edits ...func(*config.Config)) *harness {
 	t.Helper()
 	provider := providertest.New(t)
-	cfg := config.Default()
-	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
-	cfg.Models = map[string]config.Model{
-		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0)},
-	}
+	cfg := baseConfig(t, provider)
 	for _, e := range edits {
 		e(cfg)
 	}
 	return startHarness(t, provider, cfg, "")
 }
 
+// baseConfig is the built-in config on a fresh SQLite file, with the
+// "default" model on the fake provider.
+func baseConfig(t *testing.T, provider *providertest.Server) *config.Config {
+	cfg := config.Default()
+	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
+	cfg.Models = map[string]config.Model{
+		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0)},
+	}
+	return cfg
+}
+
 func startHarness(t *testing.T, provider *providertest.Server, cfg *config.Config, configPath string) *harness {
 	t.Helper()
 	modelTransport := &http.Transport{}
 	clientTransport := &http.Transport{}
+	observed, logs := observer.New(zap.InfoLevel)
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, observed)
+	})))
 	a, err := app.New(context.Background(), cfg, app.Options{
 		ConfigPath: configPath,
-		Logger:     zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+		Logger:     logger,
 		HTTPClient: &http.Client{Transport: modelTransport},
 	})
 	if err != nil {
@@ -76,7 +90,7 @@ func startHarness(t *testing.T, provider *providertest.Server, cfg *config.Confi
 		modelTransport.CloseIdleConnections()
 		clientTransport.CloseIdleConnections()
 	})
-	return &harness{t: t, app: a, srv: srv, provider: provider, client: &http.Client{Transport: clientTransport}}
+	return &harness{t: t, app: a, srv: srv, provider: provider, client: &http.Client{Transport: clientTransport}, logs: logs}
 }
 
 func (h *harness) url(path string) string { return h.srv.URL + path }
@@ -323,4 +337,21 @@ func ctxTimeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// waitLog waits for a log line whose message starts with prefix.
+func (h *harness) waitLog(prefix string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, e := range h.logs.All() {
+			if strings.HasPrefix(e.Message, prefix) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no log line %q", prefix)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -106,7 +106,7 @@ func TestNonStreamingAnswerIsTheGatheredStream(t *testing.T) {
 	session := h.createSession()
 	var msg struct {
 		ID, Role, Content, Thinking, Status string
-		Usage                              *eventbus.Usage
+		Usage                               *eventbus.Usage
 	}
 	code := h.call("POST", "/api/v1/sessions/"+session+"/messages", `{"content":"q","stream":false}`, &msg)
 	if code != http.StatusOK || msg.Status != "completed" || msg.Content != "Gathered answer." ||
