@@ -23,15 +23,17 @@ type ChatManage struct {
 	// Filled in by plugins.
 	History        []HistoryMessage     // load_history: earlier turns, oldest first
 	RewrittenQuery string               // rewrite: the standalone question ("" = Query)
-	References     []eventbus.Reference // merge: numbered context passages
+	SearchResults  []SearchHit          // search, then rerank: candidates, best first
+	References     []eventbus.Reference // merge: numbered context passages, cited as [n]
 
 	// Emitter publishes this request's events. A plugin may replace it with
 	// a wrapper for the rest of the chain and restore it after next().
 	Emitter eventbus.Emitter
 
 	// Services.
-	Messages MessageReader
-	Models   ModelSource
+	Messages  MessageReader
+	Models    ModelSource
+	Knowledge Knowledge // nil when no knowledge base is configured
 
 	stage *stageState
 }
@@ -93,4 +95,45 @@ type ChatModel struct {
 // ModelSource resolves the chat models named in config.yaml.
 type ModelSource interface {
 	ChatModel(name string) (*ChatModel, error)
+}
+
+// Knowledge searches the knowledge base: keyword (and vector, when
+// embeddings are configured) retrieval fused into one ranking.
+type Knowledge interface {
+	Search(ctx context.Context, req SearchRequest) (SearchResponse, error)
+}
+
+// SearchRequest asks the knowledge base for candidates. Zero fields take
+// the knowledge base's configured defaults.
+type SearchRequest struct {
+	Query         string
+	TopK          int     // candidates to return
+	KeywordWeight float64 // weight of the keyword ranking in the fusion
+	VectorWeight  float64 // weight of the vector ranking in the fusion
+	RRFK          int     // k of reciprocal rank fusion: 1/(k+rank)
+}
+
+// SearchResponse is the fused candidate list, best first.
+type SearchResponse struct {
+	Hits []SearchHit
+	// Method says what ran: "hybrid", "keyword" or "vector".
+	Method string
+	// Degraded explains, for people, a part that failed and was left out
+	// (e.g. "embedding endpoint unreachable; keyword search only").
+	Degraded string
+}
+
+// SearchHit is one candidate passage.
+type SearchHit struct {
+	ChunkID      string
+	DocumentID   string
+	Title        string // the document's title
+	Heading      string // the section heading the chunk sits under, if any
+	Content      string
+	ChunkIndex   int     // position of the chunk in its document
+	Score        float64 // the fused score (higher is better); rerankers may replace it
+	KeywordScore float64 // bm25-derived, 0 when not found by keyword
+	VectorScore  float64 // cosine similarity, 0 when not found by vector
+	KeywordRank  int     // 1-based, 0 when absent
+	VectorRank   int     // 1-based, 0 when absent
 }
