@@ -14,6 +14,7 @@ type Config struct {
 	Stream      Stream                    `mapstructure:"stream"`
 	StreamStore string                    `mapstructure:"stream_store"` // memory (redis later)
 	Storage     Storage                   `mapstructure:"storage"`
+	Knowledge   Knowledge                 `mapstructure:"knowledge"`
 	Models      map[string]Model          `mapstructure:"models"`
 	DefaultMode string                    `mapstructure:"default_mode"`
 	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
@@ -92,4 +93,42 @@ type Model struct {
 type PipelineEntry struct {
 	Name      string         // lower-cased, like the plugins.<name> key it refers to
 	Overrides map[string]any // nil when none; shared with the Config, so read-only
+}
+
+// Knowledge configures the knowledge base: ingestion, embeddings and the
+// hybrid search that the search plugin and hit testing share. It lives in
+// the history store's database (storage.sqlite.path).
+type Knowledge struct {
+	SampleDocs     bool      `mapstructure:"sample_docs"`      // load the bundled sample documents when the knowledge base is empty
+	MaxUploadBytes int64     `mapstructure:"max_upload_bytes"` // largest document accepted
+	Chunking       Chunking  `mapstructure:"chunking"`
+	Embedding      Embedding `mapstructure:"embedding"`
+	Search         Search    `mapstructure:"search"`
+}
+
+// Chunking sizes the passages documents are cut into.
+type Chunking struct {
+	TargetTokens  int `mapstructure:"target_tokens"`  // aimed-for chunk size
+	OverlapTokens int `mapstructure:"overlap_tokens"` // text repeated between neighbouring chunks
+}
+
+// Embedding is the optional OpenAI-compatible /v1/embeddings endpoint; with
+// no provider, search is keyword-only.
+type Embedding struct {
+	Provider   string        `mapstructure:"provider"` // "" (off) | openai
+	BaseURL    string        `mapstructure:"base_url"`
+	Model      string        `mapstructure:"model"`
+	APIKey     string        `mapstructure:"api_key"`
+	Dimensions int           `mapstructure:"dimensions"` // 0 = the model's default
+	BatchSize  int           `mapstructure:"batch_size"` // texts per embeddings request
+	Timeout    time.Duration `mapstructure:"timeout"`
+}
+
+// Search tunes hybrid retrieval: weighted reciprocal rank fusion of the
+// keyword and vector rankings.
+type Search struct {
+	TopK          int     `mapstructure:"top_k"`          // candidates returned
+	KeywordWeight float64 `mapstructure:"keyword_weight"` // weight of the bm25 ranking
+	VectorWeight  float64 `mapstructure:"vector_weight"`  // weight of the embedding ranking
+	RRFK          int     `mapstructure:"rrf_k"`          // fusion score is weight/(rrf_k+rank)
 }

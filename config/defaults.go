@@ -44,6 +44,29 @@ func builtinDefaults() map[string]any {
 			"driver": "sqlite",
 			"sqlite": map[string]any{"path": "./data/chatpipe.db"},
 		},
+		"knowledge": map[string]any{
+			"sample_docs":      true,
+			"max_upload_bytes": 2 << 20,
+			"chunking": map[string]any{
+				"target_tokens":  300,
+				"overlap_tokens": 40,
+			},
+			"embedding": map[string]any{
+				"provider":   "",
+				"base_url":   "",
+				"model":      "",
+				"api_key":    "",
+				"dimensions": 0,
+				"batch_size": 32,
+				"timeout":    "30s",
+			},
+			"search": map[string]any{
+				"top_k":          20,
+				"keyword_weight": 1.0,
+				"vector_weight":  1.0,
+				"rrf_k":          60,
+			},
+		},
 		"models": map[string]any{
 			"default": map[string]any{
 				"provider":    "demo",

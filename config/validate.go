@@ -17,10 +17,11 @@ var ErrUnknownMode = errors.New("no such chat mode")
 // Accepted values. They are sets that grow as implementations land (redis
 // for stream_store, postgres for storage.driver); error messages list them.
 var (
-	streamStores   = []string{"memory"}
-	storageDrivers = []string{"sqlite"}
-	logLevels      = []string{"debug", "info", "warn", "error"}
-	logFormats     = []string{"json", "console"}
+	streamStores       = []string{"memory"}
+	storageDrivers     = []string{"sqlite"}
+	embeddingProviders = []string{"", "openai"}
+	logLevels          = []string{"debug", "info", "warn", "error"}
+	logFormats         = []string{"json", "console"}
 )
 
 // minHeartbeat keeps heartbeats from flooding clients and proxies.
@@ -82,6 +83,41 @@ func (c *Config) Validate() error {
 	oneOf("storage.driver", c.Storage.Driver, storageDrivers)
 	if c.Storage.Driver == "sqlite" && strings.TrimSpace(c.Storage.SQLite.Path) == "" {
 		add("storage.sqlite.path", "must name the database file")
+	}
+
+	k := c.Knowledge
+	for _, n := range []struct {
+		key string
+		val int64
+	}{
+		{"knowledge.max_upload_bytes", k.MaxUploadBytes},
+		{"knowledge.chunking.target_tokens", int64(k.Chunking.TargetTokens)},
+		{"knowledge.embedding.batch_size", int64(k.Embedding.BatchSize)},
+		{"knowledge.search.top_k", int64(k.Search.TopK)},
+		{"knowledge.search.rrf_k", int64(k.Search.RRFK)},
+	} {
+		if n.val <= 0 {
+			add(n.key, "must be greater than 0, got %d", n.val)
+		}
+	}
+	if k.Chunking.OverlapTokens < 0 || k.Chunking.OverlapTokens >= k.Chunking.TargetTokens {
+		add("knowledge.chunking.overlap_tokens", "must be at least 0 and less than target_tokens (%d), got %d",
+			k.Chunking.TargetTokens, k.Chunking.OverlapTokens)
+	}
+	if k.Search.KeywordWeight < 0 || k.Search.VectorWeight < 0 || k.Search.KeywordWeight+k.Search.VectorWeight == 0 {
+		add("knowledge.search", "keyword_weight and vector_weight must not be negative, and not both 0")
+	}
+	oneOf("knowledge.embedding.provider", k.Embedding.Provider, embeddingProviders)
+	if k.Embedding.Provider != "" {
+		if strings.TrimSpace(k.Embedding.BaseURL) == "" {
+			add("knowledge.embedding.base_url", "required when an embedding provider is set")
+		}
+		if strings.TrimSpace(k.Embedding.Model) == "" {
+			add("knowledge.embedding.model", "required when an embedding provider is set")
+		}
+		if k.Embedding.Timeout <= 0 {
+			add("knowledge.embedding.timeout", "must be a positive duration, got %v", k.Embedding.Timeout)
+		}
 	}
 
 	if len(c.Models) == 0 {
