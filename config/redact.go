@@ -12,7 +12,8 @@ import (
 // redactedValue replaces a secret when a config is printed.
 const redactedValue = "[redacted]"
 
-// Redacted returns a copy of c that is safe to log: model api_key values,
+// Redacted returns a copy of c that is safe to log: model and embedding
+// api_key values,
 // plugin settings whose name says they are secret (api_key, token, secret,
 // password, ...) and passwords inside URLs are replaced by "[redacted]".
 // An empty secret stays empty, so the log still shows it is unset.
@@ -25,6 +26,7 @@ func (c *Config) Redacted() *Config {
 	for name, m := range c.Models {
 		out.Models[name] = m.redacted()
 	}
+	out.Knowledge.Embedding.APIKey = mask(c.Knowledge.Embedding.APIKey)
 	out.Plugins = make(map[string]map[string]any, len(c.Plugins))
 	for name, section := range c.Plugins {
 		out.Plugins[name] = redactMap(section)

@@ -87,3 +87,14 @@ func TestSecretNames(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactedHidesTheEmbeddingKey(t *testing.T) {
+	c := Default()
+	c.Knowledge.Embedding.APIKey = "sk-embed-secret"
+	if s := c.String(); strings.Contains(s, "sk-embed-secret") {
+		t.Fatalf("embedding key printed: %s", s)
+	}
+	if c.Knowledge.Embedding.APIKey != "sk-embed-secret" {
+		t.Fatal("Redacted changed the original")
+	}
+}
