@@ -152,6 +152,19 @@ func TestChainWithoutGenerateIsRejected(t *testing.T) {
 	}
 }
 
+var registerOnce sync.Once
+
+func testGenFactory(trace *[]string) Factory {
+	return func(c PluginConfig) (Plugin, error) {
+		p := &cfgPlugin{recordPlugin: recordPlugin{name: "test_gen", events: []EventType{StageGenerate}, trace: trace}}
+		p.cfg.TopK = 3
+		if err := c.Decode(&p.cfg); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
 type cfgPlugin struct {
 	recordPlugin
 	cfg struct {
@@ -161,15 +174,9 @@ type cfgPlugin struct {
 
 func TestRegistryBuildsWithOverridesAndNamesBadKeys(t *testing.T) {
 	var trace []string
-	Register("test_gen", func(c PluginConfig) (Plugin, error) {
-		p := &cfgPlugin{recordPlugin: recordPlugin{name: "test_gen", events: []EventType{StageGenerate}, trace: &trace}}
-		p.cfg.TopK = 3
-		if err := c.Decode(&p.cfg); err != nil {
-			return nil, err
-		}
-		return p, nil
-	})
+	registerOnce.Do(func() { Register("test_gen", testGenFactory(&trace)) })
 	sections := map[string]map[string]any{"test_gen": {"top_k": 5}}
+
 	m, err := Build("chat", []ChainEntry{{Name: "test_gen", Overrides: map[string]any{"top_k": "7"}}}, sections)
 	if err != nil {
 		t.Fatal(err)

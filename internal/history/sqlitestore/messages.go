@@ -25,7 +25,7 @@ func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Me
 	asst := history.Message{ID: assistantID, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
 
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, formatTime(now), sessionID)
+		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, formatTime(now), sessionID)
 		if err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Me
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, insertMessage, args...); err != nil {
+			if _, err := s.exec(ctx, tx, insertMessage, args...); err != nil {
 				if isUniqueViolation(err) {
 					return fmt.Errorf("message %q: %w", m.ID, history.ErrAlreadyExists)
 				}
@@ -72,7 +72,7 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 		return fmt.Errorf("sqlitestore: finish message %q: %w", id, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx, now time.Time) error {
-		res, err := tx.ExecContext(ctx, `UPDATE messages
+		res, err := s.exec(ctx, tx, `UPDATE messages
 			SET status = ?, content = ?, thinking = ?, references_json = ?, usage_json = ?, error = ?, updated_at = ?
 			WHERE id = ? AND status = 'streaming'`,
 			f.Status, f.Content, f.Thinking, refs, usage, f.Error, formatTime(now), id)
@@ -83,7 +83,7 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 			return err
 		}
 		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`, id).Scan(&exists); err != nil {
+		if err := s.txQueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`, id).Scan(&exists); err != nil {
 			return err
 		}
 		if exists {
@@ -99,7 +99,7 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 
 // GetMessage implements history.Store.
 func (s *Store) GetMessage(ctx context.Context, id string) (history.Message, error) {
-	m, err := scanMessage(s.reader.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	m, err := scanMessage(s.queryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = history.ErrNotFound
 	}
@@ -131,7 +131,7 @@ func (s *Store) RecentMessages(ctx context.Context, sessionID, before string, li
 func (s *Store) recentMessages(ctx context.Context, sessionID, before string, limit int) ([]history.Message, error) {
 	var beforeSeq sql.NullInt64
 	if before != "" {
-		err := s.reader.QueryRowContext(ctx, `SELECT seq FROM messages WHERE id = ? AND session_id = ?`,
+		err := s.queryRow(ctx, `SELECT seq FROM messages WHERE id = ? AND session_id = ?`,
 			before, sessionID).Scan(&beforeSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("message %q: %w", before, history.ErrNotFound)
@@ -165,7 +165,7 @@ func (s *Store) queryMessages(ctx context.Context, sessionID, query string, args
 	}
 	if len(out) == 0 {
 		var exists bool
-		if err := s.reader.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`,
+		if err := s.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`,
 			sessionID).Scan(&exists); err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func (s *Store) queryMessages(ctx context.Context, sessionID, query string, args
 }
 
 func (s *Store) collectMessages(ctx context.Context, query string, args ...any) ([]history.Message, error) {
-	rows, err := s.reader.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (s *Store) collectMessages(ctx context.Context, query string, args ...any) 
 func (s *Store) FailAbandoned(ctx context.Context, reason string) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
-		res, err := tx.ExecContext(ctx, `UPDATE messages SET status = 'failed', error = ?, updated_at = ?
+		res, err := s.exec(ctx, tx, `UPDATE messages SET status = 'failed', error = ?, updated_at = ?
 			WHERE status = 'streaming'`, reason, formatTime(now))
 		if err != nil {
 			return err

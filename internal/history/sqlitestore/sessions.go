@@ -19,7 +19,7 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 	}
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		sess.CreatedAt, sess.UpdatedAt = now, now
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?)`,
 			sess.ID, sess.Title, sess.Mode, formatTime(now), formatTime(now))
 		if isUniqueViolation(err) {
 			return history.ErrAlreadyExists
@@ -34,7 +34,7 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 
 // GetSession implements history.Store.
 func (s *Store) GetSession(ctx context.Context, id string) (history.Session, error) {
-	sess, err := scanSession(s.reader.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	sess, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = history.ErrNotFound
 	}
@@ -49,7 +49,7 @@ func (s *Store) ListSessions(ctx context.Context, limit, offset int) ([]history.
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions
 		ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?`, limit, max(offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: list sessions: %w", err)
@@ -73,7 +73,7 @@ func (s *Store) ListSessions(ctx context.Context, limit, offset int) ([]history.
 // ON DELETE CASCADE.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		res, err := s.exec(ctx, tx, `DELETE FROM sessions WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}

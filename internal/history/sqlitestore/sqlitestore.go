@@ -44,6 +44,7 @@ type Store struct {
 	// every connection would see its own empty database.
 	reader *sql.DB
 
+	stmts     stmtCache
 	clock     clock
 	closeOnce sync.Once
 	closeErr  error
@@ -138,7 +139,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // file. Calling it again returns the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{s.stmts.close()}
 		if s.reader != s.writer {
 			errs = append(errs, s.reader.Close())
 		}
@@ -155,6 +156,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time) er
 	if err != nil {
 		return err
 	}
+	defer s.stmts.preparePending(context.WithoutCancel(ctx), s.writer)
 	if err := fn(tx, s.clock.now()); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
