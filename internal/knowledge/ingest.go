@@ -1,0 +1,291 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+)
+
+// IngestRequest is a document to add. Only Content is required.
+type IngestRequest struct {
+	Title     string // "" = the first heading, else the source's file name, else the first line
+	Content   string
+	Source    string // e.g. the uploaded file name; its extension helps tell the media type
+	MediaType string // text/markdown, text/plain or text/html; "" = from Source's extension, else Markdown
+}
+
+// maxTitleRunes bounds a title derived from the content.
+const maxTitleRunes = 200
+
+// Ingest validates, chunks, embeds and stores a document, all or nothing:
+// when it returns an error nothing was stored. A document whose content
+// is already stored is not stored again: Ingest returns the existing one
+// with ErrDuplicate.
+//
+// When the embeddings endpoint fails (after retries), the document is
+// still stored, for keyword search only: an upload should not be refused
+// because an optional index is down. The returned document then has
+// Embedded false and a Warning saying why; a caller that cancels ctx gets
+// ctx's error and nothing is stored.
+func (s *Service) Ingest(ctx context.Context, req IngestRequest) (Document, error) {
+	return s.ingest(ctx, req, s.embedder != nil)
+}
+
+func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Document, error) {
+	start := time.Now()
+	cfg := s.config()
+	if limit := cfg.MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
+		return Document{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
+	}
+	mediaType, err := resolveMediaType(req.MediaType, req.Source)
+	if err != nil {
+		return Document{}, err
+	}
+	if err := checkText(req.Content); err != nil {
+		return Document{}, err
+	}
+	text := normalizeText(req.Content)
+	if mediaType == MediaHTML {
+		text = HTMLToText(text)
+	}
+	if text == "" {
+		return Document{}, ErrEmpty
+	}
+
+	doc := Document{
+		ID:        newDocumentID(),
+		Title:     documentTitle(req.Title, text, req.Source, mediaType),
+		Source:    strings.TrimSpace(req.Source),
+		MediaType: mediaType,
+		Content:   text,
+	}
+	if existing, err := s.store.DocumentByHash(ctx, ContentHash(text)); err == nil {
+		return existing, ErrDuplicate
+	} else if !errors.Is(err, ErrNotFound) {
+		return Document{}, err
+	}
+
+	chunker := Chunker{TargetTokens: cfg.Chunking.TargetTokens, OverlapTokens: cfg.Chunking.OverlapTokens}
+	var chunks []Chunk
+	if mediaType == MediaPlain {
+		chunks = chunker.PlainText(text)
+	} else {
+		chunks = chunker.Markdown(text)
+	}
+	for i := range chunks {
+		chunks[i].ID = chunkIDFor(doc.ID, i)
+	}
+
+	warning := ""
+	if embed && len(chunks) > 0 {
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = embeddingText(doc.Title, c.Heading, c.Content)
+		}
+		vecs, err := s.embed(ctx, texts, embedRetries)
+		switch {
+		case ctx.Err() != nil:
+			return Document{}, context.Cause(ctx)
+		case err != nil:
+			warning = "Stored for keyword search only: " + describeEmbeddingError(err) + "."
+			s.log.Warn("embedding failed; document stored for keyword search only",
+				zap.String("title", doc.Title), zap.Int("chunks", len(chunks)), zap.Error(err))
+		default:
+			for i := range chunks {
+				chunks[i].Embedding = vecs[i]
+			}
+		}
+	}
+
+	stored, err := s.store.AddDocument(ctx, doc, chunks)
+	if err != nil {
+		return stored, err
+	}
+	stored.Warning = warning
+	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("title", stored.Title),
+		zap.Int("bytes", stored.Bytes), zap.Int("chunks", stored.Chunks), zap.Bool("embedded", stored.Embedded),
+		zap.Duration("elapsed", time.Since(start)))
+	return stored, nil
+}
+
+// embeddingText is what is embedded for a chunk: the chunk under its
+// document title and heading path, so a passage that only says "run it
+// with go run" still carries what "it" is.
+func embeddingText(title, heading, content string) string {
+	header := title
+	switch {
+	case heading == "":
+	case title == "" || strings.HasPrefix(heading, title):
+		header = heading
+	default:
+		header = title + " > " + heading
+	}
+	if header == "" {
+		return content
+	}
+	return header + "\n\n" + content
+}
+
+// resolveMediaType maps a declared media type (parameters ignored) and
+// the source's extension to MediaMarkdown, MediaPlain or MediaHTML. A
+// generic declaration (none, application/octet-stream, text/plain) gives
+// way to a known extension, as browsers often send README.md as
+// text/plain or octet-stream.
+func resolveMediaType(declared, source string) (string, error) {
+	mt := ""
+	if strings.TrimSpace(declared) != "" {
+		parsed, _, err := mime.ParseMediaType(declared)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q", ErrUnsupportedType, declared)
+		}
+		mt = parsed
+	}
+	byExt := map[string]string{
+		".md": MediaMarkdown, ".markdown": MediaMarkdown, ".mdown": MediaMarkdown,
+		".html": MediaHTML, ".htm": MediaHTML, ".xhtml": MediaHTML,
+		".txt": MediaPlain, ".text": MediaPlain,
+	}[strings.ToLower(path.Ext(source))]
+	switch mt {
+	case "text/markdown", "text/x-markdown":
+		return MediaMarkdown, nil
+	case "text/html", "application/xhtml+xml":
+		return MediaHTML, nil
+	case "", "application/octet-stream", MediaPlain:
+		switch {
+		case byExt != "":
+			return byExt, nil
+		case mt == MediaPlain:
+			return MediaPlain, nil
+		}
+		return MediaMarkdown, nil
+	}
+	return "", fmt.Errorf("%w: %s (use text/plain, text/markdown or text/html)", ErrUnsupportedType, mt)
+}
+
+// checkText rejects what is not text: invalid UTF-8, a NUL byte, or more
+// than 1% control characters (other than tab, line breaks, form feed and
+// escape).
+func checkText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrBinary)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%w: contains NUL bytes", ErrBinary)
+	}
+	runes, control := 0, 0
+	for _, r := range s {
+		runes++
+		if unicode.IsControl(r) && !strings.ContainsRune("\t\n\v\f\r\x1b", r) {
+			control++
+		}
+	}
+	if control*100 > runes {
+		return fmt.Errorf("%w: %d control characters", ErrBinary, control)
+	}
+	if strings.TrimSpace(s) == "" {
+		return ErrEmpty
+	}
+	return nil
+}
+
+// normalizeText drops a byte-order mark, turns CRLF and CR into LF and
+// trims surrounding whitespace.
+func normalizeText(s string) string {
+	s = strings.TrimPrefix(s, "\uFEFF")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	return strings.TrimSpace(s)
+}
+
+// documentTitle is the given title, else the first heading (not of plain
+// text), else the source's file name without extension, else the first
+// line; whitespace collapsed, at most 200 characters.
+func documentTitle(given, text, source, mediaType string) string {
+	candidates := []string{given}
+	if mediaType != MediaPlain {
+		candidates = append(candidates, firstHeading(text))
+	}
+	if base := path.Base(strings.ReplaceAll(strings.TrimSpace(source), `\`, "/")); base != "." && base != "/" {
+		candidates = append(candidates, strings.TrimSuffix(base, path.Ext(base)))
+	}
+	first, _, _ := strings.Cut(text, "\n")
+	candidates = append(candidates, first, "Untitled")
+	for _, c := range candidates {
+		if t := strings.Join(strings.Fields(c), " "); t != "" {
+			if utf8.RuneCountInString(t) > maxTitleRunes {
+				t = string([]rune(t)[:maxTitleRunes-1]) + "…"
+			}
+			return t
+		}
+	}
+	return "Untitled"
+}
+
+// firstHeading returns the text of the first ATX heading outside code
+// fences, or "".
+func firstHeading(text string) string {
+	for _, sec := range parseMarkdown(text) {
+		if sec.heading != "" {
+			first, _, _ := strings.Cut(sec.heading, " > ")
+			return first
+		}
+	}
+	return ""
+}
+
+// LoadSamples ingests every Markdown file (.md, .markdown) of fsys, in
+// lexical path order, when the knowledge base is empty; it returns how
+// many documents it added. Once embedding fails, the remaining samples are
+// stored keyword-only without trying again, so a down endpoint does not
+// slow startup once per file.
+func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
+	_, total, err := s.store.Documents(ctx, 1, 0)
+	if err != nil {
+		return 0, fmt.Errorf("knowledge: load samples: %w", err)
+	}
+	if total > 0 {
+		return 0, nil
+	}
+	var paths []string
+	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ext := strings.ToLower(path.Ext(p)); !d.IsDir() && (ext == ".md" || ext == ".markdown") {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("knowledge: load samples: %w", err)
+	}
+	added, embed := 0, s.embedder != nil
+	for _, p := range paths {
+		content, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return added, fmt.Errorf("knowledge: load sample %s: %w", p, err)
+		}
+		doc, err := s.ingest(ctx, IngestRequest{Content: string(content), Source: p, MediaType: MediaMarkdown}, embed)
+		switch {
+		case errors.Is(err, ErrDuplicate):
+			continue
+		case err != nil:
+			return added, fmt.Errorf("knowledge: load sample %s: %w", p, err)
+		}
+		added++
+		if doc.Warning != "" {
+			embed = false
+		}
+	}
+	s.log.Info("sample documents loaded", zap.Int("documents", added))
+	return added, nil
+}

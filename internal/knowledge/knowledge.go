@@ -1,0 +1,130 @@
+// Package knowledge is chatpipe's knowledge base: documents cut into
+// heading-aware chunks, indexed for keyword search (bm25 over a
+// tokenisation that works for Chinese as well as English) and, when an
+// embeddings endpoint is configured, for vector search, the two rankings
+// fused by weighted reciprocal rank. Service is what the rest of chatpipe
+// uses; Store is where an implementation (SQLite now, PostgreSQL later)
+// plugs in, and knowledgetest is the suite every Store must pass.
+package knowledge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Sentinel errors callers branch on (the HTTP handler maps them to 4xx).
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate: a document with the same content is already stored;
+	// the call returns that document alongside the error and stores nothing.
+	ErrDuplicate = errors.New("a document with the same content already exists")
+	// ErrAlreadyExists: AddDocument was given an ID another document has.
+	ErrAlreadyExists = errors.New("document id already exists")
+	// ErrEmpty: the document has no text (empty or only whitespace).
+	ErrEmpty = errors.New("document is empty")
+	// ErrBinary: the document is not text (invalid UTF-8, NUL bytes or
+	// control characters).
+	ErrBinary = errors.New("document is not text")
+	// ErrTooLarge: the document exceeds knowledge.max_upload_bytes.
+	ErrTooLarge = errors.New("document is too large")
+	// ErrUnsupportedType: the media type is not plain text, Markdown or HTML.
+	ErrUnsupportedType = errors.New("unsupported document type")
+)
+
+// Media types Ingest understands; parameters such as charset are ignored.
+const (
+	MediaMarkdown = "text/markdown"
+	MediaPlain    = "text/plain"
+	MediaHTML     = "text/html"
+)
+
+// Document is one stored document. The store sets ContentHash, Bytes,
+// Chunks, Embedded and CreatedAt; values passed in are ignored.
+type Document struct {
+	ID          string
+	Title       string
+	Source      string // where it came from, e.g. an uploaded file name; may be empty
+	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML)
+	Content     string // the indexed text (for HTML, the extracted text); empty in listings
+	ContentHash string // ContentHash(Content): documents are unique by it
+	Bytes       int    // len(Content)
+	Chunks      int    // number of chunks
+	Embedded    bool   // every chunk has an embedding (false: keyword search only)
+	CreatedAt   time.Time
+
+	// Warning is set by Service.Ingest only (never stored): what went wrong
+	// without failing the upload, e.g. why the document is keyword-only.
+	Warning string
+}
+
+// Chunk is one passage of a document, the unit of retrieval.
+type Chunk struct {
+	ID         string
+	DocumentID string
+	Index      int    // 0-based position in the document
+	Heading    string // heading path it sits under ("Guide > Install"), "" before the first heading
+	Content    string
+	Tokens     int       // tokens.Estimate(Content)
+	Embedding  []float32 // nil when not embedded
+}
+
+// Hit is a chunk found by a search, with its document's title.
+type Hit struct {
+	ChunkID    string
+	DocumentID string
+	Title      string
+	Heading    string
+	Content    string
+	ChunkIndex int
+	// Score: for KeywordSearch the negated bm25 (higher is better), for
+	// VectorSearch the cosine similarity.
+	Score float64
+}
+
+// Store keeps documents, their chunks and the keyword and vector indexes.
+// Every method is safe for concurrent use. IDs are chosen by the caller and
+// must not be empty. A change is visible to every later search as soon as
+// the call returns.
+type Store interface {
+	// AddDocument stores doc and its chunks (their DocumentID is set to
+	// doc.ID) in one transaction. When a document with the same content
+	// exists it returns that document and ErrDuplicate and stores nothing.
+	AddDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
+	// Document returns a document with its content, or ErrNotFound.
+	Document(ctx context.Context, id string) (Document, error)
+	// DocumentByHash returns the document whose ContentHash is hash, or
+	// ErrNotFound.
+	DocumentByHash(ctx context.Context, hash string) (Document, error)
+	// Documents lists documents newest first, without their content, and
+	// the total number stored.
+	Documents(ctx context.Context, limit, offset int) (docs []Document, total int, err error)
+	// Chunks returns a document's chunks in order, without embeddings, or
+	// ErrNotFound when the document does not exist.
+	Chunks(ctx context.Context, documentID string) ([]Chunk, error)
+	// DeleteDocument removes a document, its chunks and their index entries,
+	// or returns ErrNotFound.
+	DeleteDocument(ctx context.Context, id string) error
+	// KeywordSearch ranks chunks by bm25 against the terms of query (see
+	// Terms); any string is a valid query. Chunks matching none of the
+	// terms are not returned.
+	KeywordSearch(ctx context.Context, query string, limit int) ([]Hit, error)
+	// VectorSearch ranks embedded chunks by cosine similarity to vector,
+	// exactly. Chunks whose embedding has another dimension, and chunks
+	// with a similarity of 0 or less, are not returned.
+	VectorSearch(ctx context.Context, vector []float32, limit int) ([]Hit, error)
+	// Version changes on every add and delete, and never repeats for one
+	// store; compare it for equality only (a response cache keys on it).
+	Version(ctx context.Context) (int64, error)
+	// Close releases the store. Calling it again returns the first result.
+	Close() error
+}
+
+// ContentHash is the hex SHA-256 of content: the identity documents are
+// deduplicated by.
+func ContentHash(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}

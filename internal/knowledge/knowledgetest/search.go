@@ -1,0 +1,219 @@
+package knowledgetest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+)
+
+// corpus is a small bilingual knowledge base.
+func corpus(t *testing.T, s knowledge.Store) {
+	t.Helper()
+	addParagraphs(t, s, "run", "Running chatpipe",
+		"Start the server with go run and open the web page in a browser.",
+		"The default configuration uses the offline demo model.")
+	addParagraphs(t, s, "resume", "Resuming a stream",
+		"After a dropped network connection the client reconnects with Last-Event-ID and the stream resumes without gaps.",
+		"Stop cancels generation for real.")
+	addParagraphs(t, s, "plugin", "Writing a plugin",
+		"A plugin registers itself by name and handles pipeline events; call next to continue the chain.")
+	addParagraphs(t, s, "zh-resume", "恢复流",
+		"客户端断线后使用 Last-Event-ID 重新连接，流会从断点继续，没有丢失也没有重复的令牌。",
+		"停止按钮会真正取消生成。")
+	addParagraphs(t, s, "zh-kb", "知识库",
+		"知识库把文档切成段落，并用关键词和向量检索。")
+}
+
+var keywordTests = []test{
+	{"EnglishQueryFindsItsDocumentFirst", func(t *testing.T, s knowledge.Store) {
+		corpus(t, s)
+		for query, want := range map[string]string{
+			"How do I resume a stream after the network dropped?": "resume",
+			"write a plugin":                   "plugin",
+			"START THE SERVER":                 "run",
+			"which model does the default use": "run",
+			"reconnects Last-Event-ID":         "resume",
+			"registers itself by name, next()": "plugin",
+			"cancels generation":               "resume",
+		} {
+			hits := keyword(t, s, query, 10)
+			if len(hits) == 0 || hits[0].DocumentID != want {
+				t.Errorf("KeywordSearch(%q) documents = %v, want %s first", query, docIDs(hits), want)
+			}
+		}
+	}},
+
+	{"ChineseQueryFindsItsDocumentFirst", func(t *testing.T, s knowledge.Store) {
+		corpus(t, s)
+		for query, want := range map[string]string{
+			"如何在断线后恢复流？": "zh-resume",
+			"重新连接":       "zh-resume",
+			"知识库":        "zh-kb",
+			"关键词检索":      "zh-kb",
+			"怎么取消生成":     "zh-resume",
+		} {
+			hits := keyword(t, s, query, 10)
+			if len(hits) == 0 || hits[0].DocumentID != want {
+				t.Errorf("KeywordSearch(%q) documents = %v, want %s first", query, docIDs(hits), want)
+			}
+		}
+	}},
+
+	{"HitsCarryTheirChunkAndDocument", func(t *testing.T, s knowledge.Store) {
+		doc, chunks := newDoc("d1", "Guide", "intro text", "the install steps")
+		chunks[1].Heading = "Guide > Install"
+		add(t, s, doc, chunks)
+		hits := keyword(t, s, "install", 10)
+		if len(hits) != 1 {
+			t.Fatalf("hits = %v, want one", chunkIDs(hits))
+		}
+		h := hits[0]
+		if h.ChunkID != chunkID("d1", 1) || h.DocumentID != "d1" || h.Title != "Guide" ||
+			h.Heading != "Guide > Install" || h.Content != "the install steps" || h.ChunkIndex != 1 ||
+			h.Score <= 0 || math.IsInf(h.Score, 0) {
+			t.Errorf("hit = %+v", h)
+		}
+	}},
+
+	{"MoreMatchingTermsRankHigher", func(t *testing.T, s knowledge.Store) {
+		addParagraphs(t, s, "one", "A", "apple only here, and some other words to pad the text")
+		addParagraphs(t, s, "two", "B", "apple and banana here, and some other words to pad it")
+		addParagraphs(t, s, "three", "C", "apple banana cherry, and some other words to pad it")
+		addParagraphs(t, s, "none", "D", "nothing relevant at all in this one")
+		hits := keyword(t, s, "apple banana cherry", 10)
+		if got, want := docIDs(hits), []string{"three", "two", "one"}; !slices.Equal(got, want) {
+			t.Errorf("documents = %v, want %v", got, want)
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("scores not descending: %v then %v", hits[i-1].Score, hits[i].Score)
+			}
+		}
+	}},
+
+	{"LimitBoundsTheHits", func(t *testing.T, s knowledge.Store) {
+		for i := range 8 {
+			addParagraphs(t, s, fmt.Sprintf("d%d", i), "T", fmt.Sprintf("common word number %d", i))
+		}
+		if hits := keyword(t, s, "common", 3); len(hits) != 3 {
+			t.Errorf("limit 3: %d hits", len(hits))
+		}
+		if hits := keyword(t, s, "common", 0); len(hits) != 0 {
+			t.Errorf("limit 0: %d hits", len(hits))
+		}
+	}},
+
+	{"QueryWithoutMatchesOrTermsFindsNothing", func(t *testing.T, s knowledge.Store) {
+		corpus(t, s)
+		for _, q := range []string{"", "   ", "xylophone quartz", "?!…", "🚀🚀", "。，"} {
+			if hits := keyword(t, s, q, 10); len(hits) != 0 {
+				t.Errorf("KeywordSearch(%q) = %v, want nothing", q, chunkIDs(hits))
+			}
+		}
+	}},
+
+	{"QuerySyntaxIsNeverInterpreted", func(t *testing.T, s knowledge.Store) {
+		corpus(t, s)
+		for _, q := range hostileQueries {
+			if _, err := s.KeywordSearch(t.Context(), q, 10); err != nil {
+				t.Errorf("KeywordSearch(%q): %v", q, err)
+			}
+		}
+		// Operators are words like any other: NOT does not exclude.
+		hits := keyword(t, s, "plugin NOT chain", 10)
+		if !slices.Contains(docIDs(hits), "plugin") {
+			t.Errorf("NOT was interpreted: %v", docIDs(hits))
+		}
+	}},
+}
+
+// hostileQueries are FTS5 syntax and other strings that must be searched
+// for as text, never parsed.
+var hostileQueries = []string{
+	`"foo" AND (`, `foo"`, `"`, `""`, `(`, `)`, `*`, `foo*`, `^foo`, `-foo`, `+`, `:`, `title:foo`,
+	`{title heading}: foo`, `NEAR(a b, 2)`, `NEAR(`, `a OR`, `AND`, `OR OR OR`, `NOT`, `a NOT b`,
+	`'; DROP TABLE knowledge_chunks; --`, "\x00", "a\x00b", "\xff\xfe", `\`, `%`, `_`, `rank:`, `rowid`,
+	"\u202e", "e\u0301", "\U0001F600", "中\"文", `"中文" OR "`, "𠀀𠀁", "ﬁ", "ǅ",
+}
+
+var vectorTests = []test{
+	{"VectorSearchRanksByCosineSimilarity", func(t *testing.T, s knowledge.Store) {
+		doc, chunks := newDoc("d1", "T", "east", "north-east", "north", "west")
+		chunks[0].Embedding = []float32{1, 0, 0}
+		chunks[1].Embedding = []float32{1, 1, 0}
+		chunks[2].Embedding = []float32{0, 1, 0}
+		chunks[3].Embedding = []float32{-1, 0, 0}
+		add(t, s, doc, chunks)
+		doc2, chunks2 := newDoc("d2", "T2", "mostly east", "keyword only")
+		chunks2[0].Embedding = []float32{10, 1, 0} // length does not matter
+		add(t, s, doc2, chunks2)
+
+		hits := vector(t, s, []float32{2, 0, 0}, 10)
+		want := []string{chunkID("d1", 0), chunkID("d2", 0), chunkID("d1", 1)}
+		if got := chunkIDs(hits); !slices.Equal(got, want) {
+			t.Fatalf("VectorSearch = %v, want %v (orthogonal and opposite left out)", got, want)
+		}
+		if math.Abs(hits[0].Score-1) > 1e-5 || math.Abs(hits[2].Score-math.Sqrt2/2) > 1e-5 {
+			t.Errorf("scores = %v, %v; want cosines 1 and 0.7071", hits[0].Score, hits[2].Score)
+		}
+		if h := hits[1]; h.DocumentID != "d2" || h.Title != "T2" || h.Content != "mostly east" || h.ChunkIndex != 0 {
+			t.Errorf("hit = %+v", h)
+		}
+		if got := chunkIDs(vector(t, s, []float32{1, 0.1, 0}, 2)); len(got) != 2 {
+			t.Errorf("limit 2: %v", got)
+		}
+	}},
+
+	{"VectorSearchSkipsOtherDimensionsAndZeroQueries", func(t *testing.T, s knowledge.Store) {
+		doc, chunks := newDoc("d1", "T", "two", "three")
+		chunks[0].Embedding = []float32{1, 0}
+		chunks[1].Embedding = []float32{1, 0, 0}
+		add(t, s, doc, chunks)
+		if got := chunkIDs(vector(t, s, []float32{1, 0, 0}, 10)); !slices.Equal(got, []string{chunkID("d1", 1)}) {
+			t.Errorf("3-dim query = %v, want only the 3-dim chunk", got)
+		}
+		for _, q := range [][]float32{nil, {0, 0, 0}, {float32(math.NaN()), 1, 0}} {
+			if got := vector(t, s, q, 10); len(got) != 0 {
+				t.Errorf("VectorSearch(%v) = %v, want nothing", q, chunkIDs(got))
+			}
+		}
+	}},
+}
+
+var versionTests = []test{
+	{"VersionChangesOnEveryAddAndDeleteOnly", func(t *testing.T, s knowledge.Store) {
+		seen := map[int64]string{}
+		note := func(step string) {
+			v := version(t, s)
+			if prev, dup := seen[v]; dup {
+				t.Errorf("Version after %s = %d, the same as after %s", step, v, prev)
+			}
+			seen[v] = step
+		}
+		note("open")
+		addParagraphs(t, s, "d1", "T", "alpha")
+		note("add d1")
+		addParagraphs(t, s, "d2", "T", "bravo")
+		note("add d2")
+		if err := s.DeleteDocument(t.Context(), "d1"); err != nil {
+			t.Fatal(err)
+		}
+		note("delete d1")
+		addParagraphs(t, s, "d1", "T", "alpha")
+		note("add d1 again")
+
+		v := version(t, s)
+		keyword(t, s, "alpha", 10)
+		vector(t, s, []float32{1}, 10)
+		_, _, _ = s.Documents(t.Context(), 10, 0)
+		_ = s.DeleteDocument(t.Context(), "missing")
+		doc, chunks := newDoc("d9", "T", "bravo")
+		_, _ = s.AddDocument(t.Context(), doc, chunks) // duplicate of d2
+		if got := version(t, s); got != v {
+			t.Errorf("Version changed from %d to %d without a change", v, got)
+		}
+	}},
+}

@@ -1,0 +1,184 @@
+package knowledge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudwego/eino/components/embedding"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/config"
+)
+
+// Service is the knowledge base as chatpipe uses it: ingestion (validate,
+// chunk, embed, store) and hybrid search. It is safe for concurrent use.
+type Service struct {
+	store    Store
+	embedder embedding.Embedder // nil: keyword search only
+	cfg      atomic.Pointer[config.Knowledge]
+	log      *zap.Logger
+	// retryBackoff is the wait before the first retry of an embedding
+	// batch; it doubles per retry (tests shorten it).
+	retryBackoff time.Duration
+}
+
+// NewService returns a service over store. embedder nil means keyword
+// search only. The service owns store: Close closes it.
+func NewService(store Store, embedder embedding.Embedder, cfg config.Knowledge, logger *zap.Logger) *Service {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	s := &Service{store: store, embedder: embedder, log: logger.Named("knowledge"), retryBackoff: embedRetryBackoff}
+	s.Reconfigure(cfg)
+	return s
+}
+
+// Reconfigure applies new chunking, upload-limit and search settings to
+// later calls (config hot reload). The embedder is fixed at construction:
+// a changed knowledge.embedding section takes a restart.
+func (s *Service) Reconfigure(cfg config.Knowledge) {
+	s.cfg.Store(&cfg)
+}
+
+func (s *Service) config() *config.Knowledge { return s.cfg.Load() }
+
+// Embedding reports whether an embedder is configured (vector search on).
+func (s *Service) Embedding() bool { return s.embedder != nil }
+
+// Document returns a document with its content, or ErrNotFound.
+func (s *Service) Document(ctx context.Context, id string) (Document, error) {
+	return s.store.Document(ctx, id)
+}
+
+// Documents lists documents newest first, without their content, and the
+// total number stored. limit is clamped to 1..1000 (0 means 50).
+func (s *Service) Documents(ctx context.Context, limit, offset int) ([]Document, int, error) {
+	switch {
+	case limit <= 0:
+		limit = 50
+	case limit > 1000:
+		limit = 1000
+	}
+	return s.store.Documents(ctx, limit, max(offset, 0))
+}
+
+// Chunks returns a document's chunks in order, or ErrNotFound.
+func (s *Service) Chunks(ctx context.Context, documentID string) ([]Chunk, error) {
+	return s.store.Chunks(ctx, documentID)
+}
+
+// DeleteDocument removes a document and its chunks from every index at
+// once, or returns ErrNotFound.
+func (s *Service) DeleteDocument(ctx context.Context, id string) error {
+	if err := s.store.DeleteDocument(ctx, id); err != nil {
+		return err
+	}
+	s.log.Info("document deleted", zap.String("document_id", id))
+	return nil
+}
+
+// Version changes whenever a document is added or deleted; a cache of
+// answers keys on it.
+func (s *Service) Version(ctx context.Context) (int64, error) { return s.store.Version(ctx) }
+
+// Close closes the store.
+func (s *Service) Close() error { return s.store.Close() }
+
+// newDocumentID returns a time-ordered id (UUIDv7).
+func newDocumentID() string {
+	id, err := uuid.NewV7()
+	if err != nil { // only when the random source fails
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+func chunkIDFor(documentID string, index int) string { return fmt.Sprintf("%s-%d", documentID, index) }
+
+// Embedding retries: a transient failure (429, 5xx, network) of one batch
+// should not leave a large document keyword-only.
+const (
+	embedRetries      = 2
+	embedRetryBackoff = 500 * time.Millisecond
+	maxRetryWait      = 10 * time.Second
+)
+
+// embed embeds texts in batches of batch_size, retrying retryable
+// failures; the vectors are converted to float32 and must share one
+// dimension.
+func (s *Service) embed(ctx context.Context, texts []string, retries int) ([][]float32, error) {
+	batch := max(s.config().Embedding.BatchSize, 1)
+	out := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += batch {
+		part := texts[start:min(start+batch, len(texts))]
+		vecs, err := s.embedBatch(ctx, part, retries)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vecs...)
+	}
+	for _, v := range out {
+		if len(v) != len(out[0]) {
+			return nil, fmt.Errorf("embeddings of one document differ in dimension (%d and %d)", len(out[0]), len(v))
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) embedBatch(ctx context.Context, texts []string, retries int) ([][]float32, error) {
+	for attempt := 0; ; attempt++ {
+		vecs, err := s.embedder.EmbedStrings(ctx, texts)
+		if err == nil {
+			if len(vecs) != len(texts) {
+				return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+			}
+			return toFloat32(vecs)
+		}
+		wait, ok := retryWait(err, attempt, retries, s.retryBackoff)
+		if !ok || ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Debug("embedding batch failed; retrying", zap.Error(err), zap.Duration("wait", wait))
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryWait says whether attempt (0-based) may be retried after err, and
+// after how long: Retry-After when the endpoint sent one, else doubling.
+func retryWait(err error, attempt, retries int, backoff time.Duration) (time.Duration, bool) {
+	if attempt >= retries {
+		return 0, false
+	}
+	pe := providerError(err)
+	if pe == nil || !pe.Retryable {
+		return 0, false
+	}
+	wait := backoff << attempt
+	if pe.RetryAfter > 0 {
+		wait = pe.RetryAfter
+	}
+	return min(wait, maxRetryWait), true
+}
+
+func toFloat32(vecs [][]float64) ([][]float32, error) {
+	out := make([][]float32, len(vecs))
+	for i, v := range vecs {
+		if len(v) == 0 {
+			return nil, errors.New("embedder returned an empty vector")
+		}
+		f := make([]float32, len(v))
+		for j, x := range v {
+			f[j] = float32(x)
+		}
+		out[i] = f
+	}
+	return out, nil
+}

@@ -1,0 +1,285 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+)
+
+const documentColumns = `id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
+
+// AddDocument stores doc and its chunks, indexes them for keyword search
+// and adds their embeddings to the in-memory vector index, all or nothing.
+func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks []knowledge.Chunk) (knowledge.Document, error) {
+	if err := checkNew(doc, chunks); err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
+	}
+	doc.ContentHash = knowledge.ContentHash(doc.Content)
+	doc.Bytes = len(doc.Content)
+	doc.Chunks = len(chunks)
+	doc.Embedded = len(chunks) > 0
+	for _, c := range chunks {
+		doc.Embedded = doc.Embedded && len(c.Embedding) > 0
+	}
+	doc.Warning = ""
+
+	var existing knowledge.Document
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
+		switch d, err := scanDocument(tx.QueryRowContext(ctx,
+			`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE content_hash = ?`, doc.ContentHash), true); {
+		case err == nil:
+			existing = d
+			return 0, knowledge.ErrDuplicate
+		case !errors.Is(err, knowledge.ErrNotFound):
+			return 0, err
+		}
+		doc.CreatedAt = now
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
+			(id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			doc.ID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
+			doc.Chunks, doc.Embedded, formatTime(now)); err != nil {
+			if isUniqueViolation(err) {
+				return 0, knowledge.ErrAlreadyExists
+			}
+			return 0, err
+		}
+		var err error
+		if seqs, err = insertChunks(ctx, tx, doc, chunks); err != nil {
+			return 0, err
+		}
+		return bumpVersion(ctx, tx)
+	}, func(version int64) {
+		for i, c := range chunks {
+			if len(c.Embedding) > 0 {
+				s.vectors.add(seqs[i], c.Embedding)
+			}
+		}
+		s.vectors.setVersion(version)
+	})
+	switch {
+	case errors.Is(err, knowledge.ErrDuplicate):
+		return existing, knowledge.ErrDuplicate
+	case errors.Is(err, knowledge.ErrAlreadyExists):
+		return knowledge.Document{}, fmt.Errorf("knowledge: add document %s: %w", doc.ID, err)
+	case err != nil:
+		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
+	}
+	return doc, nil
+}
+
+// checkNew rejects what the schema would reject less clearly.
+func checkNew(doc knowledge.Document, chunks []knowledge.Chunk) error {
+	if doc.ID == "" {
+		return errors.New("empty document id")
+	}
+	ids := make(map[string]bool, len(chunks))
+	indexes := make(map[int]bool, len(chunks))
+	for _, c := range chunks {
+		switch {
+		case c.ID == "":
+			return errors.New("empty chunk id")
+		case ids[c.ID]:
+			return fmt.Errorf("chunk id %s given twice", c.ID)
+		case indexes[c.Index]:
+			return fmt.Errorf("chunk index %d given twice", c.Index)
+		}
+		ids[c.ID], indexes[c.Index] = true, true
+	}
+	return nil
+}
+
+// insertChunks inserts the chunks and their keyword-index rows and returns
+// their seqs, in order.
+func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunks []knowledge.Chunk) ([]int64, error) {
+	insChunk, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_chunks
+		(id, document_id, idx, heading, content, tokens, embedding) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+	if err != nil {
+		return nil, err
+	}
+	defer insChunk.Close()
+	insTerms, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer insTerms.Close()
+
+	title := knowledge.IndexText(doc.Title)
+	seqs := make([]int64, len(chunks))
+	for i, c := range chunks {
+		var blob []byte
+		if len(c.Embedding) > 0 {
+			blob = encodeVector(c.Embedding)
+		}
+		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, c.Index, c.Heading, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
+			if isUniqueViolation(err) {
+				return nil, fmt.Errorf("chunk %s: %w", c.ID, knowledge.ErrAlreadyExists)
+			}
+			return nil, fmt.Errorf("chunk %s: %w", c.ID, err)
+		}
+		if _, err := insTerms.ExecContext(ctx, seqs[i], title, knowledge.IndexText(c.Heading),
+			knowledge.IndexText(c.Content)); err != nil {
+			return nil, fmt.Errorf("index chunk %s: %w", c.ID, err)
+		}
+	}
+	return seqs, nil
+}
+
+// Document returns a document with its content.
+func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, error) {
+	d, err := scanDocument(s.reader.QueryRowContext(ctx,
+		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE id = ?`, id), true)
+	if err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: document %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// DocumentByHash returns the document with the given content hash.
+func (s *Store) DocumentByHash(ctx context.Context, hash string) (knowledge.Document, error) {
+	d, err := scanDocument(s.reader.QueryRowContext(ctx,
+		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE content_hash = ?`, hash), true)
+	if err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: document with hash %s: %w", hash, err)
+	}
+	return d, nil
+}
+
+// Documents lists documents newest first, without content.
+func (s *Store) Documents(ctx context.Context, limit, offset int) ([]knowledge.Document, int, error) {
+	if limit <= 0 {
+		return nil, 0, errors.New("knowledge: documents: limit must be positive")
+	}
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_documents`).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+documentColumns+` FROM knowledge_documents
+		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, limit, max(offset, 0))
+	if err != nil {
+		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
+	}
+	defer rows.Close()
+	var docs []knowledge.Document
+	for rows.Next() {
+		d, err := scanDocument(rows, false)
+		if err != nil {
+			return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
+		}
+		docs = append(docs, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
+	}
+	return docs, total, nil
+}
+
+// Chunks returns a document's chunks in order, without embeddings.
+func (s *Store) Chunks(ctx context.Context, documentID string) ([]knowledge.Chunk, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	var exists bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM knowledge_documents WHERE id = ?)`,
+		documentID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, knowledge.ErrNotFound)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, idx, heading, content, tokens FROM knowledge_chunks
+		WHERE document_id = ? ORDER BY idx`, documentID)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
+	}
+	defer rows.Close()
+	var chunks []knowledge.Chunk
+	for rows.Next() {
+		c := knowledge.Chunk{DocumentID: documentID}
+		if err := rows.Scan(&c.ID, &c.Index, &c.Heading, &c.Content, &c.Tokens); err != nil {
+			return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
+		}
+		chunks = append(chunks, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
+	}
+	return chunks, nil
+}
+
+// DeleteDocument removes a document; its chunks, their keyword-index rows
+// (by trigger) and their vectors go with it.
+func (s *Store) DeleteDocument(ctx context.Context, id string) error {
+	var seqs []int64
+	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
+		rows, err := tx.QueryContext(ctx, `SELECT seq FROM knowledge_chunks WHERE document_id = ? AND embedding IS NOT NULL`, id)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			seqs = append(seqs, seq)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE id = ?`, id)
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n == 0 {
+			return 0, knowledge.ErrNotFound
+		}
+		return bumpVersion(ctx, tx)
+	}, func(version int64) {
+		s.vectors.remove(seqs)
+		s.vectors.setVersion(version)
+	})
+	if err != nil {
+		return fmt.Errorf("knowledge: delete document %s: %w", id, err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanDocument reads documentColumns, then content when withContent.
+func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
+	var d knowledge.Document
+	var created string
+	dest := []any{&d.ID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &created}
+	if withContent {
+		dest = append(dest, &d.Content)
+	}
+	if err := row.Scan(dest...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return d, knowledge.ErrNotFound
+		}
+		return d, err
+	}
+	t, err := parseTime(created)
+	if err != nil {
+		return d, err
+	}
+	d.CreatedAt = t
+	return d, nil
+}

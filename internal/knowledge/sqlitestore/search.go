@@ -1,0 +1,117 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+)
+
+// maxLimit bounds the hits one search returns (and the parameters of the
+// query that reads them).
+const maxLimit = 1000
+
+// KeywordSearch ranks chunks by bm25 over the title, heading and body
+// terms of each chunk. The query is never passed to FTS5 as syntax: it is
+// cut into knowledge.QueryTerms, each quoted, and the terms are ORed, so
+// a chunk matching some of them is found and bm25 ranks chunks matching
+// more (and rarer) terms higher.
+func (s *Store) KeywordSearch(ctx context.Context, query string, limit int) ([]knowledge.Hit, error) {
+	expr := matchExpression(knowledge.QueryTerms(query))
+	if expr == "" || limit <= 0 {
+		return nil, nil
+	}
+	limit = min(limit, maxLimit)
+	rows, err := s.reader.QueryContext(ctx, `
+		SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, f.score
+		FROM (SELECT rowid, bm25(knowledge_fts) AS score FROM knowledge_fts
+		      WHERE knowledge_fts MATCH ? ORDER BY score LIMIT ?) AS f
+		JOIN knowledge_chunks c ON c.seq = f.rowid
+		JOIN knowledge_documents d ON d.id = c.document_id
+		ORDER BY f.score, c.seq`, expr, limit)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	defer rows.Close()
+	var hits []knowledge.Hit
+	for rows.Next() {
+		var h knowledge.Hit
+		var bm25 float64
+		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex, &bm25); err != nil {
+			return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+		}
+		h.Score = -bm25 // FTS5's bm25 is lower-is-better
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	return hits, nil
+}
+
+// matchExpression ORs the terms as FTS5 strings. Terms hold letters,
+// digits and marks only, but a double quote is escaped anyway (doubled),
+// so no term can close its string and inject syntax.
+func matchExpression(terms []string) string {
+	var b strings.Builder
+	for _, t := range terms {
+		if t == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.ReplaceAll(t, `"`, `""`))
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// VectorSearch ranks embedded chunks by cosine similarity to vector.
+func (s *Store) VectorSearch(ctx context.Context, vector []float32, limit int) ([]knowledge.Hit, error) {
+	if len(vector) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	limit = min(limit, maxLimit)
+	if err := s.syncVectors(ctx); err != nil {
+		return nil, fmt.Errorf("knowledge: vector search: %w", err)
+	}
+	found := s.vectors.search(vector, limit)
+	if len(found) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(found))
+	for i, f := range found {
+		args[i] = f.seq
+	}
+	rows, err := s.reader.QueryContext(ctx, `
+		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.content, c.idx
+		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE c.seq IN (?`+strings.Repeat(",?", len(found)-1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: vector search: %w", err)
+	}
+	defer rows.Close()
+	bySeq := make(map[int64]knowledge.Hit, len(found))
+	for rows.Next() {
+		var seq int64
+		var h knowledge.Hit
+		if err := rows.Scan(&seq, &h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex); err != nil {
+			return nil, fmt.Errorf("knowledge: vector search: %w", err)
+		}
+		bySeq[seq] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("knowledge: vector search: %w", err)
+	}
+	hits := make([]knowledge.Hit, 0, len(found))
+	for _, f := range found {
+		if h, ok := bySeq[f.seq]; ok { // gone if deleted since the scan
+			h.Score = f.score
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}

@@ -1,0 +1,311 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// vectorIndex is the in-memory copy of the chunk embeddings, scaled to
+// unit length so that cosine similarity is a dot product. A query scans
+// it exactly: at the sizes an embedded knowledge base has (tens of
+// thousands of chunks) that takes milliseconds, and it needs no
+// approximate index to build or tune.
+type vectorIndex struct {
+	mu      sync.RWMutex
+	version int64 // the store version it reflects
+	seqs    []int64
+	vecs    [][]float32
+	pos     map[int64]int // seq -> position in seqs and vecs
+}
+
+// scored is a chunk's similarity to a query.
+type scored struct {
+	seq   int64
+	score float64
+}
+
+func (x *vectorIndex) setVersion(v int64) {
+	x.mu.Lock()
+	x.version = v
+	x.mu.Unlock()
+}
+
+func (x *vectorIndex) currentVersion() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.version
+}
+
+// add stores v (copied, normalised) for seq; a zero vector is left out.
+func (x *vectorIndex) add(seq int64, v []float32) {
+	u := normalize(v)
+	if u == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.pos == nil {
+		x.pos = make(map[int64]int)
+	}
+	if i, ok := x.pos[seq]; ok {
+		x.vecs[i] = u
+		return
+	}
+	x.pos[seq] = len(x.seqs)
+	x.seqs = append(x.seqs, seq)
+	x.vecs = append(x.vecs, u)
+}
+
+// remove drops the vectors of seqs (swap with the last).
+func (x *vectorIndex) remove(seqs []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, seq := range seqs {
+		i, ok := x.pos[seq]
+		if !ok {
+			continue
+		}
+		last := len(x.seqs) - 1
+		x.seqs[i], x.vecs[i] = x.seqs[last], x.vecs[last]
+		x.pos[x.seqs[i]] = i
+		x.seqs, x.vecs = x.seqs[:last], x.vecs[:last]
+		delete(x.pos, seq)
+	}
+}
+
+// replace swaps in a freshly loaded copy.
+func (x *vectorIndex) replace(version int64, seqs []int64, vecs [][]float32) {
+	pos := make(map[int64]int, len(seqs))
+	for i, seq := range seqs {
+		pos[seq] = i
+	}
+	x.mu.Lock()
+	x.version, x.seqs, x.vecs, x.pos = version, seqs, vecs, pos
+	x.mu.Unlock()
+}
+
+// search returns up to limit seqs whose vectors have the same dimension
+// as q and a positive similarity to it, most similar first (ties by seq).
+func (x *vectorIndex) search(q []float32, limit int) []scored {
+	u := normalize(q)
+	if u == nil || limit <= 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	top := make(topK, 0, min(limit, len(x.seqs)))
+	for i, v := range x.vecs {
+		if len(v) != len(u) {
+			continue
+		}
+		s := float64(dot(u, v))
+		if s <= 0 {
+			continue
+		}
+		top.offer(scored{x.seqs[i], s}, limit)
+	}
+	return top.sorted()
+}
+
+// topK is a min-heap of the best candidates seen so far: its root is the
+// worst kept, replaced when a better one arrives.
+type topK []scored
+
+// less orders worse first: lower score, then (for determinism) higher seq.
+func worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.seq > b.seq
+}
+
+func (h *topK) offer(c scored, limit int) {
+	t := *h
+	if len(t) < limit {
+		t = append(t, c)
+		for i := len(t) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if !worse(t[i], t[p]) {
+				break
+			}
+			t[i], t[p] = t[p], t[i]
+			i = p
+		}
+		*h = t
+		return
+	}
+	if !worse(t[0], c) {
+		return
+	}
+	t[0] = c
+	for i := 0; ; { // sift down
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t) && worse(t[l], t[m]) {
+			m = l
+		}
+		if r < len(t) && worse(t[r], t[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t[i], t[m] = t[m], t[i]
+		i = m
+	}
+}
+
+// sorted empties the heap into a slice, best first.
+func (h *topK) sorted() []scored {
+	t := *h
+	out := make([]scored, len(t))
+	for k := len(t) - 1; k >= 0; k-- {
+		out[k] = t[0]
+		last := len(t) - 1
+		t[0] = t[last]
+		t = t[:last]
+		for i := 0; ; {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(t) && worse(t[l], t[m]) {
+				m = l
+			}
+			if r < len(t) && worse(t[r], t[m]) {
+				m = r
+			}
+			if m == i {
+				break
+			}
+			t[i], t[m] = t[m], t[i]
+			i = m
+		}
+	}
+	*h = nil
+	return out
+}
+
+// dot is the inner product of two vectors of equal length, in four
+// independent sums so the additions overlap.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// normalize returns v scaled to unit length, or nil for a zero vector or
+// one holding NaN or Inf.
+func normalize(v []float32) []float32 {
+	var sum float64
+	for _, f := range v {
+		sum += float64(f) * float64(f)
+	}
+	if sum == 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
+		return nil
+	}
+	inv := 1 / math.Sqrt(sum)
+	u := make([]float32, len(v))
+	for i, f := range v {
+		u[i] = float32(float64(f) * inv)
+	}
+	return u
+}
+
+// encodeVector stores v as little-endian float32s.
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("embedding of %d bytes is not a float32 vector", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+// reloadVectors replaces the in-memory copy with what the database holds.
+func (s *Store) reloadVectors(ctx context.Context) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.reloadVectorsLocked(ctx)
+}
+
+func (s *Store) reloadVectorsLocked(ctx context.Context) error {
+	// One read transaction: the version and the vectors of one snapshot.
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("load embeddings: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	version, err := readVersion(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("load embeddings: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, embedding FROM knowledge_chunks WHERE embedding IS NOT NULL ORDER BY seq`)
+	if err != nil {
+		return fmt.Errorf("load embeddings: %w", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	var vecs [][]float32
+	for rows.Next() {
+		var seq int64
+		var blob []byte
+		if err := rows.Scan(&seq, &blob); err != nil {
+			return fmt.Errorf("load embeddings: %w", err)
+		}
+		v, err := decodeVector(blob)
+		if err != nil {
+			return fmt.Errorf("load embeddings: chunk %d: %w", seq, err)
+		}
+		if u := normalize(v); u != nil {
+			seqs, vecs = append(seqs, seq), append(vecs, u)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load embeddings: %w", err)
+	}
+	s.vectors.replace(version, seqs, vecs)
+	return nil
+}
+
+// syncVectors reloads the in-memory copy when another process changed
+// the knowledge base since it was loaded (this process's own writes keep
+// it current). Checking costs one single-row read.
+func (s *Store) syncVectors(ctx context.Context) error {
+	v, err := readVersion(ctx, s.reader)
+	if err != nil {
+		return err
+	}
+	if v == s.vectors.currentVersion() {
+		return nil
+	}
+	s.writeMu.Lock() // wait for a write of this process that is between commit and apply
+	defer s.writeMu.Unlock()
+	if v, err = readVersion(ctx, s.reader); err != nil {
+		return err
+	}
+	if v == s.vectors.currentVersion() {
+		return nil
+	}
+	return s.reloadVectorsLocked(ctx)
+}

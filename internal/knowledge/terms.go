@@ -1,0 +1,164 @@
+package knowledge
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Keyword search indexes terms, not raw text, because full-text tokenisers
+// split on spaces and Chinese has none: SQLite's unicode61 would index a
+// whole run of Han characters as one token, so a query for one word of the
+// run finds nothing. Terms therefore turns a run of characters of a script
+// written without spaces (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar)
+// into overlapping bigrams ("知识库" → "知识" "识库"; a lone character
+// stays a unigram), and a run of other letters, digits and marks into one
+// lower-cased word. Index and query go through the same function, so a
+// Chinese query matches wherever its bigrams occur.
+
+// maxQueryTerms bounds the terms one query searches for: a pasted page
+// must not become a thousand-term OR.
+const maxQueryTerms = 64
+
+// Terms returns the keyword-index terms of text in order, repeats
+// included. Every term consists of letters, digits and marks only.
+func Terms(text string) []string {
+	var terms []string
+	forEachTerm(text, func(t string) bool { terms = append(terms, t); return true })
+	return terms
+}
+
+// IndexText returns the terms of text joined by spaces: what a keyword
+// index stores for text.
+func IndexText(text string) string {
+	var b strings.Builder
+	b.Grow(len(text) + len(text)/2)
+	forEachTerm(text, func(t string) bool {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t)
+		return true
+	})
+	return b.String()
+}
+
+// QueryTerms returns the distinct terms of a search query, in order, at
+// most 64. Common English function words ("the", "how", …) are left out
+// when other terms remain: they match nearly every chunk, so they cost
+// time and add nothing to the ranking.
+func QueryTerms(query string) []string {
+	var all, content []string
+	seen := make(map[string]bool)
+	forEachTerm(query, func(t string) bool {
+		if seen[t] {
+			return true
+		}
+		seen[t] = true
+		all = append(all, t)
+		if !stopWords[t] {
+			content = append(content, t)
+		}
+		return len(content) < maxQueryTerms
+	})
+	if len(content) == 0 {
+		content = all
+	}
+	if len(content) > maxQueryTerms {
+		content = content[:maxQueryTerms]
+	}
+	return content
+}
+
+// forEachTerm calls yield with each term of text until it returns false.
+func forEachTerm(text string, yield func(string) bool) {
+	var word strings.Builder
+	flushWord := func() bool {
+		if word.Len() == 0 {
+			return true
+		}
+		t := strings.ToLower(word.String())
+		word.Reset()
+		return yield(t)
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case isUnspacedScript(r):
+			if !flushWord() {
+				return
+			}
+			// The run of unspaced-script runes starting at i.
+			start, end, n := i, i, 0
+			for end < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[end:])
+				if !isUnspacedScript(r2) && !(n > 0 && unicode.IsMark(r2)) {
+					break
+				}
+				end += s2
+				if !unicode.IsMark(r2) {
+					n++
+				}
+			}
+			if !yieldBigrams(text[start:end], n, yield) {
+				return
+			}
+			i = end
+			continue
+		case unicode.IsLetter(r) || unicode.IsNumber(r) || (unicode.IsMark(r) && word.Len() > 0):
+			word.WriteRune(r)
+		default:
+			if !flushWord() {
+				return
+			}
+		}
+		i += size
+	}
+	flushWord()
+}
+
+// yieldBigrams yields the overlapping bigrams of run (n base characters,
+// each possibly followed by combining marks that stay attached to it), or
+// run itself when it is a single character.
+func yieldBigrams(run string, n int, yield func(string) bool) bool {
+	if n <= 1 {
+		return yield(run)
+	}
+	// starts[k] is the byte offset of the k-th base character.
+	starts := make([]int, 0, n+1)
+	for i, r := range run {
+		if !unicode.IsMark(r) {
+			starts = append(starts, i)
+		}
+	}
+	starts = append(starts, len(run))
+	for k := 0; k+2 < len(starts); k++ {
+		if !yield(run[starts[k]:starts[k+2]]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isUnspacedScript reports whether r belongs to a script written without
+// spaces between words, which keyword search indexes as bigrams.
+func isUnspacedScript(r rune) bool {
+	if r < 0x0E00 { // below Thai: Latin, Greek, Cyrillic, Arabic, Indic…
+		return false
+	}
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul,
+		unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
+}
+
+// stopWords are English function words left out of queries (not of the
+// index): bm25 would give them almost no weight anyway.
+var stopWords = func() map[string]bool {
+	m := make(map[string]bool)
+	for _, w := range strings.Fields(`a an and are as at be but by can could do does did for from
+		had has have how i if in into is it its me my of on or our should so that the their them
+		then there these they this those to was we were what when where which who whom why will
+		with would you your`) {
+		m[w] = true
+	}
+	return m
+}()

@@ -1,0 +1,104 @@
+package knowledge
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestHTMLToText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, html, want string
+	}{
+		{"headings and paragraphs",
+			`<h1>Title</h1><p>First   para
+			graph.</p><h2>Sub <em>head</em></h2><div>Block</div>`,
+			"# Title\n\nFirst para graph.\n\n## Sub head\n\nBlock"},
+		{"scripts styles and head are dropped",
+			`<html><head><style>p{}</style><script>var x = "<p>no</p>";</script></head>
+			<body><noscript>enable js</noscript><p>Kept</p><template><p>no</p></template><script>alert(1)</script></body></html>`,
+			"Kept"},
+		{"title becomes the heading when there is no h1",
+			`<title> Page  title </title><p>Body</p>`,
+			"# Page title\n\nBody"},
+		{"title is not added when there is an h1",
+			`<title>Page</title><h1>Real</h1>`,
+			"# Real"},
+		{"lists",
+			`<ul><li>one</li><li>two <b>bold</b></li></ul><ol><li>a</li><li>b<ul><li>nested</li></ul></li></ol>`,
+			"- one\n- two bold\n\n1. a\n2. b\n\n  - nested"},
+		{"line breaks and entities",
+			`<p>a<br>b &amp; c &lt;tag&gt; &#20013;</p>`,
+			"a\nb & c <tag> 中"},
+		{"tables",
+			`<table><tr><th>k</th> <th>v</th></tr><tr><td>1</td><td>2</td></tr></table>`,
+			"k | v\n1 | 2"},
+		{"pre keeps whitespace in a fence",
+			"<p>Run:</p><pre><code>go run .\n  --flag</code></pre>",
+			"Run:\n\n```\ngo run .\n  --flag\n```"},
+		{"pre holding a fence gets a longer fence",
+			"<pre>```\nx\n```</pre>",
+			"````\n```\nx\n```\n````"},
+		{"Chinese", `<h2>恢复流</h2><p>断线后<strong>继续</strong>读取。</p>`, "## 恢复流\n\n断线后继续读取。"},
+		{"empty", `<html><body>  </body></html>`, ""},
+		{"not html at all", `plain text`, "plain text"},
+	} {
+		if got := HTMLToText(tc.html); got != tc.want {
+			t.Errorf("%s: HTMLToText =\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHTMLToTextFeedsTheChunkerHeadings(t *testing.T) {
+	t.Parallel()
+	text := HTMLToText(`<h1>Guide</h1><p>Intro.</p><h2>Install</h2><p>Steps.</p>`)
+	chunks := (Chunker{TargetTokens: 100}).Markdown(text)
+	if got := headings(chunks); !reflect.DeepEqual(got, []string{"Guide", "Guide > Install"}) {
+		t.Errorf("headings = %q", got)
+	}
+}
+
+func TestTerms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"Hello, World!", []string{"hello", "world"}},
+		{"Last-Event-ID v2.5", []string{"last", "event", "id", "v2", "5"}},
+		{"知识库", []string{"知识", "识库"}},
+		{"库", []string{"库"}},
+		{"用 Last-Event-ID 重新连接", []string{"用", "last", "event", "id", "重新", "新连", "连接"}},
+		{"中文English混合", []string{"中文", "english", "混合"}},
+		{"ひらがなカタカナ", []string{"ひら", "らが", "がな", "なカ", "カタ", "タカ", "カナ"}},
+		{"한국어", []string{"한국", "국어"}},
+		{"Ünïcödé ÉCOLE", []string{"ünïcödé", "école"}},
+		{"🚀 ?!。，", nil},
+		{"", nil},
+	} {
+		if got := Terms(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Terms(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := IndexText("Hello 知识库"); got != "hello 知识 识库" {
+		t.Errorf("IndexText = %q", got)
+	}
+}
+
+func TestQueryTermsDropStopWordsDeduplicateAndCap(t *testing.T) {
+	t.Parallel()
+	if got, want := QueryTerms("How do I resume the stream? resume!"), []string{"resume", "stream"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("QueryTerms = %q, want %q", got, want)
+	}
+	if got, want := QueryTerms("what is it"), []string{"what", "is", "it"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("only stop words: QueryTerms = %q, want them kept", got)
+	}
+	long := strings.Repeat("word ", 10)
+	for i := range 200 {
+		long += " w" + strings.Repeat("x", i%50) + string(rune('a'+i%26))
+	}
+	if got := QueryTerms(long); len(got) != maxQueryTerms {
+		t.Errorf("%d terms, want the cap %d", len(got), maxQueryTerms)
+	}
+}
