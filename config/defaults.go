@@ -11,6 +11,32 @@ import (
 const DefaultSystemPrompt = "You are a helpful assistant. Answer clearly and concisely. " +
 	"If you do not know the answer, say so instead of guessing."
 
+// DefaultRAGPrompt is the chat_completion_stream rag_prompt used when
+// config.yaml sets none: the last user message of a retrieval mode, with
+// {context} replaced by the numbered passages and {question} by the
+// (rewritten) question.
+const DefaultRAGPrompt = "Answer the question using the numbered context passages below. " +
+	"After each statement taken from a passage, cite it with its number in square brackets, like [1] or [1][3]. " +
+	"Cite only numbers that appear in the context. " +
+	"If the context does not answer the question, say that the knowledge base does not cover it; " +
+	"you may then answer from general knowledge, without citations, and say so. " +
+	"Answer in the language of the question.\n\n" +
+	"Context:\n{context}\n\nQuestion: {question}"
+
+// DefaultRewritePrompt is the rewrite plugin's prompt used when config.yaml
+// sets none; {history} is the recent conversation and {question} the
+// follow-up to make standalone.
+const DefaultRewritePrompt = "Rewrite the latest question of the conversation below as one standalone question " +
+	"that can be understood without the conversation: replace pronouns and references with what they refer to. " +
+	"Keep the language of the question. If it is already standalone, repeat it unchanged. " +
+	"Reply with the question only.\n\n" +
+	"Conversation:\n{history}\n\nLatest question: {question}"
+
+// DefaultFallbackText is the merge plugin's answer when nothing relevant
+// is found and fallback is fixed.
+const DefaultFallbackText = "I could not find anything about this in the knowledge base. " +
+	"Try asking with other words, or add a document that covers it."
+
 // builtinDefaults is the configuration chatpipe runs on with no config.yaml,
 // written as the YAML would be. It is rebuilt on every call so that no two
 // snapshots share a slice or map. config.yaml at the repository root must
@@ -73,8 +99,9 @@ func builtinDefaults() map[string]any {
 				"chunk_delay": "30ms",
 			},
 		},
-		"default_mode": "chat",
+		"default_mode": "rag",
 		"pipelines": map[string]any{
+			"rag":  []any{"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
 			"chat": []any{"load_history", "chat_completion_stream"},
 		},
 		"plugins": map[string]any{
@@ -82,10 +109,40 @@ func builtinDefaults() map[string]any {
 				"max_rounds": 5,
 				"max_tokens": 3000,
 			},
+			"rewrite": map[string]any{
+				"model":       "default",
+				"max_history": 6,
+				"timeout":     "10s",
+				"prompt":      DefaultRewritePrompt,
+			},
+			"search": map[string]any{
+				"top_k":          0,
+				"keyword_weight": 0.0,
+				"vector_weight":  0.0,
+				"rrf_k":          0,
+			},
+			"rerank": map[string]any{
+				"reranker":        "score",
+				"top_k":           6,
+				"threshold":       0.2,
+				"min_keep":        2,
+				"lambda":          0.7,
+				"timeout":         "10s",
+				"remote_base_url": "",
+				"remote_model":    "",
+				"remote_api_key":  "",
+				"llm_model":       "default",
+			},
+			"merge": map[string]any{
+				"max_context_tokens": 2500,
+				"fallback":           "model",
+				"fallback_text":      DefaultFallbackText,
+			},
 			"chat_completion_stream": map[string]any{
 				"model":         "default",
 				"think_tags":    true,
 				"system_prompt": DefaultSystemPrompt,
+				"rag_prompt":    DefaultRAGPrompt,
 			},
 		},
 	}

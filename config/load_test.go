@@ -98,11 +98,18 @@ func TestLoadWithoutDefaultFileRunsOnBuiltinDefaults(t *testing.T) {
 		{"storage.driver", cfg.Storage.Driver, "sqlite"},
 		{"storage.sqlite.path", cfg.Storage.SQLite.Path, "./data/chatpipe.db"},
 		{"models", cfg.Models, map[string]Model{"default": {Provider: "demo", ChunkDelay: 30 * time.Millisecond}}},
-		{"default_mode", cfg.DefaultMode, "chat"},
-		{"pipelines", cfg.Pipelines, map[string][]any{"chat": {"load_history", "chat_completion_stream"}}},
+		{"default_mode", cfg.DefaultMode, "rag"},
+		{"pipelines", cfg.Pipelines, map[string][]any{
+			"rag":  {"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
+			"chat": {"load_history", "chat_completion_stream"},
+		}},
 		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000}},
+		{"plugins.rewrite.model", cfg.Plugins["rewrite"]["model"], "default"},
+		{"plugins.rerank.reranker", cfg.Plugins["rerank"]["reranker"], "score"},
+		{"plugins.merge.fallback", cfg.Plugins["merge"]["fallback"], "model"},
 		{"plugins.chat_completion_stream", cfg.Plugins["chat_completion_stream"],
-			map[string]any{"model": "default", "think_tags": true, "system_prompt": DefaultSystemPrompt}},
+			map[string]any{"model": "default", "think_tags": true, "system_prompt": DefaultSystemPrompt,
+				"rag_prompt": DefaultRAGPrompt}},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -331,7 +338,8 @@ func TestEnvOverrides(t *testing.T) {
 			},
 			check: func(t *testing.T, c *Config) {
 				s := c.Plugins["search"]
-				want := map[string]any{"top_k": 12, "hybrid": true, "min_score": 0.25, "sources": []any{"docs", "wiki"}}
+				want := map[string]any{"top_k": 12, "hybrid": true, "min_score": 0.25, "sources": []any{"docs", "wiki"},
+					"keyword_weight": 0.0, "vector_weight": 0.0, "rrf_k": 0} // the built-in keys merge in
 				if !reflect.DeepEqual(s, want) {
 					t.Errorf("plugins.search = %#v, want %#v", s, want)
 				}
@@ -449,6 +457,7 @@ func TestLoadRejectsUnknownKeys(t *testing.T) {
 
 func TestFreeFormSectionsAcceptAnyKey(t *testing.T) {
 	cfg := mustLoad(t, writeConfig(t, `
+default_mode: chat
 pipelines:
   chat:
     - load_history

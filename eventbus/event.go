@@ -118,6 +118,7 @@ type Reference struct {
 	ChunkID    string  `json:"chunk_id"`
 	DocumentID string  `json:"document_id"`
 	Title      string  `json:"title"`
+	Heading    string  `json:"heading,omitempty"` // the section the passage starts in, if any
 	Content    string  `json:"content"`
 	Score      float64 `json:"score"`
 }

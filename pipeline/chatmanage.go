@@ -25,6 +25,11 @@ type ChatManage struct {
 	RewrittenQuery string               // rewrite: the standalone question ("" = Query)
 	SearchResults  []SearchHit          // search, then rerank: candidates, best first
 	References     []eventbus.Reference // merge: numbered context passages, cited as [n]
+	// NoContext is set by merge when retrieval found nothing and the
+	// configured fallback lets the model answer anyway: the generate stage
+	// then sends its numbered-context prompt with an empty context, so the
+	// model says the knowledge base does not cover the question.
+	NoContext bool
 
 	// Emitter publishes this request's events. A plugin may replace it with
 	// a wrapper for the rest of the chain and restore it after next().

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/citation"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -23,6 +26,13 @@ type ChatCompletionConfig struct {
 	Model        string `mapstructure:"model"`         // a name under models:
 	ThinkTags    bool   `mapstructure:"think_tags"`    // wrap thinking deltas in <think>…</think>
 	SystemPrompt string `mapstructure:"system_prompt"` // sent first; empty = none
+	// RAGPrompt is the last user message when merge produced a numbered
+	// context (or found nothing and lets the model answer): {context} is
+	// replaced by the passages as citation.FormatContext writes them and
+	// {question} by ChatManage.SearchQuery(), the rewritten standalone
+	// question, because that is what the passages were retrieved for (the
+	// history before it still carries the user's own words).
+	RAGPrompt string `mapstructure:"rag_prompt"`
 }
 
 // ChatCompletionStream asks the chat model and streams its output as
@@ -30,12 +40,19 @@ type ChatCompletionConfig struct {
 // Ollama thinking, inline <think> split at any byte) as thinking, the rest
 // as the answer, tool-call deltas as tool_call events, then usage. Blocks
 // are balanced on every ending; stopping cancels the provider call.
+//
+// After retrieval it asks with the numbered-context prompt and filters the
+// answer so that every [n] it streams (and so saves) cites a reference
+// that exists.
 type ChatCompletionStream struct{ cfg ChatCompletionConfig }
 
 func newChatCompletionStream(c pipeline.PluginConfig) (pipeline.Plugin, error) {
-	cfg := ChatCompletionConfig{Model: "default", ThinkTags: true}
+	cfg := ChatCompletionConfig{Model: "default", ThinkTags: true, RAGPrompt: config.DefaultRAGPrompt}
 	if err := c.Decode(&cfg); err != nil {
 		return nil, err
+	}
+	if !strings.Contains(cfg.RAGPrompt, "{context}") || !strings.Contains(cfg.RAGPrompt, "{question}") {
+		return nil, fmt.Errorf("%s.rag_prompt: must contain {context} and {question}", c.Key)
 	}
 	return &ChatCompletionStream{cfg: cfg}, nil
 }
@@ -65,7 +82,8 @@ func (p *ChatCompletionStream) OnEvent(ctx context.Context, _ pipeline.EventType
 	return next()
 }
 
-// messages builds the prompt: system prompt, history, question.
+// messages builds the prompt: system prompt, history, then the question —
+// inside the rag prompt when retrieval ran.
 func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Message {
 	msgs := make([]*schema.Message, 0, len(cm.History)+2)
 	if p.cfg.SystemPrompt != "" {
@@ -78,11 +96,27 @@ func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Messa
 			msgs = append(msgs, schema.UserMessage(h.Content))
 		}
 	}
+	if len(cm.References) > 0 || cm.NoContext {
+		return append(msgs, schema.UserMessage(p.ragPrompt(cm)))
+	}
 	return append(msgs, schema.UserMessage(cm.Query))
 }
 
+// ragPrompt renders rag_prompt with the numbered context of cm.References.
+func (p *ChatCompletionStream) ragPrompt(cm *pipeline.ChatManage) string {
+	passages := make([]citation.Passage, len(cm.References))
+	for i, r := range cm.References {
+		passages[i] = citation.Passage{Index: r.Index, Title: r.Title, Heading: r.Heading, Content: r.Content}
+	}
+	return strings.NewReplacer("{context}", citation.FormatContext(passages), "{question}", cm.SearchQuery()).
+		Replace(p.cfg.RAGPrompt)
+}
+
 // Generate streams one model call into cm's emitter. Other plugins (the
-// rag prompt, agents) call it with prompts of their own.
+// rag prompt, agents) call it with prompts of their own. When retrieval
+// ran (cm.References, or cm.NoContext), answer text passes through a
+// citation filter: a marker [n] with no reference n never reaches the
+// client, and so is never saved.
 func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
 	msgs []*schema.Message) *pipeline.PluginError {
 	// The call gets a context of its own so the provider request and its
@@ -92,6 +126,11 @@ func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatMa
 
 	start := time.Now()
 	out := &generation{blocks: think.Blocks{Emitter: cm.Emitter, Tags: p.cfg.ThinkTags}, start: start}
+	out.sink = &out.blocks
+	if len(cm.References) > 0 || cm.NoContext {
+		out.cite = citation.NewFilter(len(cm.References), out.blocks.Answer)
+		out.sink = citedBlocks{out}
+	}
 	defer out.blocks.Close() // on every ending, panics included
 
 	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs)
@@ -106,7 +145,8 @@ func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatMa
 			break
 		}
 	}
-	out.splitter.Flush(&out.blocks)
+	out.splitter.Flush(out.sink)
+	out.flushCitations()
 	out.endToolCalls()
 	if err != nil && !errors.Is(err, io.EOF) {
 		return out.fail(ctx, err, m.Name)
@@ -129,6 +169,8 @@ func emptyAnswerMessage(finish string) string {
 // generation is the state of one streamed model call.
 type generation struct {
 	blocks   think.Blocks
+	sink     think.Sink       // where content goes: blocks, or blocks behind the citation filter
+	cite     *citation.Filter // nil when the answer cites nothing
 	splitter think.Splitter
 	start    time.Time
 	ttft     time.Duration
@@ -147,7 +189,7 @@ func (g *generation) handle(msg *schema.Message) {
 		g.blocks.Thinking(msg.ReasoningContent)
 	}
 	if msg.Content != "" {
-		g.splitter.Write(msg.Content, &g.blocks)
+		g.splitter.Write(msg.Content, g.sink)
 	}
 	if g.ttft == 0 && g.blocks.Started() {
 		g.ttft = time.Since(g.start)
@@ -173,6 +215,7 @@ func (g *generation) toolCallDelta(tc schema.ToolCall) {
 	if tc.Index != nil && *tc.Index < len(g.tools) && g.tools[*tc.Index] != nil {
 		cur = g.tools[*tc.Index]
 	} else {
+		g.flushCitations()
 		g.blocks.Close() // text before a tool call ends its block
 		id := tc.ID
 		if id == "" {
@@ -186,6 +229,21 @@ func (g *generation) toolCallDelta(tc schema.ToolCall) {
 		cur.args.WriteString(tc.Function.Arguments)
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallDelta,
 			eventbus.ToolCall{ToolCallID: cur.id, Arguments: tc.Function.Arguments}))
+	}
+}
+
+// citedBlocks is the sink of an answer that cites references: thinking
+// goes straight to the blocks, answer text through the citation filter.
+type citedBlocks struct{ g *generation }
+
+func (c citedBlocks) Thinking(text string) { c.g.blocks.Thinking(text) }
+func (c citedBlocks) Answer(text string)   { c.g.cite.Write(text) }
+
+// flushCitations releases answer text the citation filter holds back
+// (an unfinished "[1"), before its block is closed.
+func (g *generation) flushCitations() {
+	if g.cite != nil {
+		g.cite.Flush()
 	}
 }
 

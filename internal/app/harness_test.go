@@ -61,6 +61,7 @@ func baseConfig(t *testing.T, provider *providertest.Server) *config.Config {
 	cfg.Models = map[string]config.Model{
 		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0)},
 	}
+	cfg.DefaultMode = "chat" // these tests are about the engine; rag has tests of its own
 	return cfg
 }
 

@@ -107,6 +107,7 @@ models:
     base_url: ` + provider.BaseURL() + `
     model: fake
     retries: 0
+default_mode: chat
 pipelines:
   chat: [test_gate, load_history, chat_completion_stream` + extra + `]
 plugins:

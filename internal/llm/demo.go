@@ -12,7 +12,10 @@ import (
 
 // Demo is the offline model chatpipe starts with: deterministic, no
 // network, no API key. It streams a short thinking and an answer that says
-// plainly it is a demo and how to configure a real model.
+// plainly it is a demo and how to configure a real model. Given a prompt
+// with numbered context passages (citation.FormatContext), it answers
+// extractively instead: it quotes the passages' sentences that best match
+// the question, with their [n] citation numbers.
 type Demo struct {
 	// ChunkDelay paces the stream so it can be watched (0 = as fast as possible).
 	ChunkDelay time.Duration
@@ -39,9 +42,20 @@ func DemoReply(q string) (thinking, answer string) {
 	return thinking, demoAnswer
 }
 
+// demoReply is the demo's reply to a prompt and the pieces to stream it
+// in: extractive when the prompt carries numbered context, the canned
+// demo answer otherwise.
+func demoReply(prompt string) (thinking, answer string, split func(string) []string) {
+	if th, ans, ok := extractiveReply(prompt); ok {
+		return th, ans, splitForStream
+	}
+	th, ans := DemoReply(prompt)
+	return th, ans, splitWords
+}
+
 // Generate returns the whole reply at once.
 func (d *Demo) Generate(ctx context.Context, in []*schema.Message, opts ...model.Option) (*schema.Message, error) {
-	th, ans := DemoReply(lastUserText(in))
+	th, ans, _ := demoReply(lastUserText(in))
 	msg := schema.AssistantMessage(ans, nil)
 	msg.ReasoningContent = th
 	return msg, ctx.Err()
@@ -50,7 +64,7 @@ func (d *Demo) Generate(ctx context.Context, in []*schema.Message, opts ...model
 // Stream streams the reply word by word: reasoning first, then content,
 // then a usage chunk. It stops as soon as ctx ends or the reader closes.
 func (d *Demo) Stream(ctx context.Context, in []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
-	th, ans := DemoReply(lastUserText(in))
+	th, ans, split := demoReply(lastUserText(in))
 	sr, sw := schema.Pipe[*schema.Message](1)
 	go func() {
 		defer sw.Close()
@@ -75,13 +89,13 @@ func (d *Demo) Stream(ctx context.Context, in []*schema.Message, opts ...model.O
 			return !sw.Send(m, nil)
 		}
 		completion := 0
-		for _, w := range splitWords(th) {
+		for _, w := range split(th) {
 			completion++
 			if !send(&schema.Message{Role: schema.Assistant, ReasoningContent: w}) {
 				return
 			}
 		}
-		for _, w := range splitWords(ans) {
+		for _, w := range split(ans) {
 			completion++
 			if !send(&schema.Message{Role: schema.Assistant, Content: w}) {
 				return
