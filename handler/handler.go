@@ -14,18 +14,20 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
 
 // Deps are what the handlers use.
 type Deps struct {
-	Config  func() *config.Config // the current snapshot
-	Modes   func() []string       // chat modes of the current snapshot
-	History history.Store
-	Streams stream.Store
-	Runs    *run.Manager
-	Logger  *zap.Logger
+	Config    func() *config.Config // the current snapshot
+	Modes     func() []string       // chat modes of the current snapshot
+	History   history.Store
+	Knowledge *knowledge.Service
+	Streams   stream.Store
+	Runs      *run.Manager
+	Logger    *zap.Logger
 	// Ready reports whether the server can take traffic (stores reachable,
 	// not shutting down).
 	Ready func(ctx context.Context) error
@@ -72,6 +74,11 @@ func New(deps Deps) http.Handler {
 	api.POST("/sessions/:id/messages", h.postMessage)
 	api.GET("/streams/:id", h.resumeStream)
 	api.POST("/streams/:id/stop", h.stopStream)
+	api.POST("/knowledge/documents", h.addDocument)
+	api.GET("/knowledge/documents", h.listDocuments)
+	api.GET("/knowledge/documents/:id", h.getDocument)
+	api.DELETE("/knowledge/documents/:id", h.deleteDocument)
+	api.POST("/knowledge/search", h.search)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudwego/eino/components/embedding"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -22,6 +24,8 @@ import (
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
@@ -41,21 +45,25 @@ type Options struct {
 	HTTPClient *http.Client
 	// Observers are attached to every stream's bus.
 	Observers []run.Observer
+	// Samples are the documents loaded into an empty knowledge base when
+	// knowledge.sample_docs is on; nil = none.
+	Samples fs.FS
 }
 
 // App is a configured chatpipe server.
 type App struct {
-	opts    Options
-	log     *zap.Logger
-	level   *zap.AtomicLevel
-	cfg     atomic.Pointer[config.Config]
-	setup   atomic.Pointer[run.Setup]
-	history history.Store
-	streams stream.Store
-	runs    *run.Manager
-	handler http.Handler
-	watcher *config.Watcher
-	closing atomic.Bool
+	opts      Options
+	log       *zap.Logger
+	level     *zap.AtomicLevel
+	cfg       atomic.Pointer[config.Config]
+	setup     atomic.Pointer[run.Setup]
+	history   history.Store
+	knowledge *knowledge.Service
+	streams   stream.Store
+	runs      *run.Manager
+	handler   http.Handler
+	watcher   *config.Watcher
+	closing   atomic.Bool
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -87,22 +95,28 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	} else if n > 0 {
 		a.log.Warn("answers left streaming by an earlier run were marked failed", zap.Int("count", n))
 	}
+	if a.knowledge, err = a.openKnowledge(ctx, cfg); err != nil {
+		_ = a.history.Close()
+		return nil, err
+	}
 	a.streams = openStreams(cfg)
 	a.runs = run.NewManager(run.Options{
 		Setup:     a.setup.Load,
 		History:   a.history,
+		Knowledge: a.knowledge,
 		Streams:   a.streams,
 		Logger:    a.log,
 		Observers: opts.Observers,
 	})
 	a.handler = handler.New(handler.Deps{
-		Config:  a.cfg.Load,
-		Modes:   a.modes,
-		History: a.history,
-		Streams: a.streams,
-		Runs:    a.runs,
-		Logger:  a.log,
-		Ready:   a.ready,
+		Config:    a.cfg.Load,
+		Modes:     a.modes,
+		History:   a.history,
+		Knowledge: a.knowledge,
+		Streams:   a.streams,
+		Runs:      a.runs,
+		Logger:    a.log,
+		Ready:     a.ready,
 	})
 	if opts.ConfigPath != "" {
 		if a.watcher, err = config.Watch(opts.ConfigPath, a.apply, a.log); err != nil {
@@ -147,6 +161,35 @@ func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error)
 	default:
 		return nil, fmt.Errorf("storage.driver: unknown driver %q", cfg.Storage.Driver)
 	}
+}
+
+// openKnowledge opens the knowledge base in the history database file,
+// with embeddings when configured, and loads the sample documents into it
+// when it is empty.
+func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge.Service, error) {
+	store, err := ksqlite.Open(ctx, cfg.Storage.SQLite.Path)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: %w", err)
+	}
+	var emb embedding.Embedder
+	if cfg.Knowledge.Embedding.Provider != "" {
+		e, err := knowledge.NewOpenAIEmbedder(cfg.Knowledge.Embedding, a.opts.HTTPClient)
+		if err != nil {
+			_ = store.Close()
+			return nil, fmt.Errorf("knowledge.embedding: %w", err)
+		}
+		emb = e
+	}
+	svc := knowledge.NewService(store, emb, cfg.Knowledge, a.log.Named("knowledge"))
+	if cfg.Knowledge.SampleDocs && a.opts.Samples != nil {
+		n, err := svc.LoadSamples(ctx, a.opts.Samples)
+		if err != nil {
+			a.log.Warn("loading the sample documents failed", zap.Error(err))
+		} else if n > 0 {
+			a.log.Info("loaded the sample knowledge base", zap.Int("documents", n))
+		}
+	}
+	return svc, nil
 }
 
 func openStreams(cfg *config.Config) stream.Store {
@@ -218,6 +261,7 @@ func (a *App) apply(cfg *config.Config) error {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
+	a.knowledge.Reconfigure(cfg.Knowledge)
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil
 }
@@ -230,6 +274,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	}
 	if old.Storage != cfg.Storage {
 		keys = append(keys, "storage")
+	}
+	if old.Knowledge.Embedding != cfg.Knowledge.Embedding {
+		keys = append(keys, "knowledge.embedding")
 	}
 	if old.StreamStore != cfg.StreamStore {
 		keys = append(keys, "stream_store")
@@ -343,6 +390,9 @@ func (a *App) closeStores() error {
 	var errs []error
 	if a.streams != nil {
 		errs = append(errs, a.streams.Close())
+	}
+	if a.knowledge != nil {
+		errs = append(errs, a.knowledge.Close())
 	}
 	errs = append(errs, a.history.Close())
 	_ = a.log.Sync()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -162,12 +163,16 @@ func BenchmarkTimeToFirstAnswerByte(b *testing.B) {
 		}
 	})
 
-	b.Run("chatpipe", func(b *testing.B) {
-		srv, session := benchApp(b, benchConfig(b, provider.BaseURL()), &http.Client{Transport: &http.Transport{}})
+	// Each question goes to a new session, so neither mode loads history
+	// and rag does not call the model to rewrite.
+	ask := func(b *testing.B, srv *httptest.Server, mode string) {
 		client := &http.Client{Transport: &http.Transport{}}
-		url := srv.URL + "/api/v1/sessions/" + session + "/messages"
 		for b.Loop() {
-			resp, err := client.Post(url, "application/json", strings.NewReader(`{"content":"q"}`))
+			b.StopTimer()
+			session := newSession(b, client, srv.URL, mode)
+			b.StartTimer()
+			resp, err := client.Post(srv.URL+"/api/v1/sessions/"+session+"/messages", "application/json",
+				strings.NewReader(`{"content":"How do I resume a stream after a dropped connection?"}`))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -186,6 +191,37 @@ func BenchmarkTimeToFirstAnswerByte(b *testing.B) {
 			resp.Body.Close()
 			b.StartTimer()
 		}
+	}
+	b.Run("chatpipe-chat", func(b *testing.B) {
+		srv, _ := benchApp(b, benchConfig(b, provider.BaseURL()), &http.Client{Transport: &http.Transport{}})
+		ask(b, srv, "chat")
+	})
+	b.Run("chatpipe-rag", func(b *testing.B) {
+		srv, _ := benchApp(b, benchConfig(b, provider.BaseURL()), &http.Client{Transport: &http.Transport{}})
+		client := &http.Client{Transport: &http.Transport{}}
+		for i := range 200 { // a small knowledge base: 200 documents, one of them about resuming
+			doc := fmt.Sprintf("# Note %d\n\nParagraph %d about gardening, cooking and cycling, nothing else.", i, i)
+			if i == 100 {
+				doc = "# Resume\n\nAfter a dropped connection, resume the stream with Last-Event-ID or ?after=N."
+			}
+			body, _ := json.Marshal(map[string]string{"content": doc})
+			resp, err := client.Post(srv.URL+"/api/v1/knowledge/documents", "application/json", bytes.NewReader(body))
+			if err != nil || resp.StatusCode != http.StatusCreated {
+				b.Fatalf("ingest: %v %v", err, resp.Status)
+			}
+			resp.Body.Close()
+		}
+		ask(b, srv, "rag")
 	})
 }
 
+func newSession(b *testing.B, client *http.Client, base, mode string) string {
+	resp, err := client.Post(base+"/api/v1/sessions", "application/json", strings.NewReader(`{"mode":"`+mode+`"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s handler.SessionJSON
+	_ = json.NewDecoder(resp.Body).Decode(&s)
+	return s.ID
+}

@@ -62,6 +62,7 @@ type Info struct {
 type Options struct {
 	Setup     func() *Setup // the current snapshot
 	History   history.Store
+	Knowledge pipeline.Knowledge // nil = no knowledge base
 	Streams   stream.Store
 	Logger    *zap.Logger
 	Observers []Observer
@@ -186,6 +187,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Emitter:       g,
 		Messages:      messageReader{m.opts.History},
 		Models:        setup.Models,
+		Knowledge:     m.opts.Knowledge,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,

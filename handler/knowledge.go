@@ -1,0 +1,261 @@
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// DocumentJSON is a knowledge document as the API shows it.
+type DocumentJSON struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Source    string `json:"source"`
+	MediaType string `json:"media_type"`
+	Chunks    int    `json:"chunks"`
+	Bytes     int    `json:"bytes"`
+	Embedded  bool   `json:"embedded"`
+	CreatedAt string `json:"created_at"`
+	Content   string `json:"content,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Warning   string `json:"warning,omitempty"`
+}
+
+func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
+	out := DocumentJSON{ID: d.ID, Title: d.Title, Source: d.Source, MediaType: d.MediaType, Chunks: d.Chunks,
+		Bytes: d.Bytes, Embedded: d.Embedded, CreatedAt: d.CreatedAt.UTC().Format(time.RFC3339Nano), Warning: d.Warning}
+	if withContent {
+		out.Content = d.Content
+	}
+	return out
+}
+
+// uploadExtensions are the file types an upload may have.
+var uploadExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
+
+type addDocumentRequest struct {
+	Title   string `json:"title"`
+	Content string `json:"content"`
+}
+
+// addDocument ingests a document sent as JSON {"title","content"} or as a
+// multipart upload (field "file", optional field "title"). 201 with the
+// new document; 200 with the existing one when the same content is
+// already stored.
+func (h *Handler) addDocument(c *gin.Context) {
+	limit := h.cfg().Knowledge.MaxUploadBytes
+	var req knowledge.IngestRequest
+	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if mt == "multipart/form-data" {
+		var rerr *requestError
+		if req, rerr = readUpload(c, limit); rerr != nil {
+			abort(c, rerr.status, rerr.code, rerr.message)
+			return
+		}
+	} else {
+		var body addDocumentRequest
+		// JSON escapes can make the body longer than the text it carries.
+		if rerr := decodeJSON(c, 2*limit+64<<10, &body, false); rerr != nil {
+			abort(c, rerr.status, rerr.code, rerr.message)
+			return
+		}
+		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content, Source: "api"}
+	}
+
+	doc, err := h.deps.Knowledge.Ingest(c.Request.Context(), req)
+	switch {
+	case err == nil:
+		c.JSON(http.StatusCreated, documentJSON(doc, false))
+	case errors.Is(err, knowledge.ErrDuplicate):
+		out := documentJSON(doc, false)
+		out.Duplicate = true
+		c.JSON(http.StatusOK, out)
+	case errors.Is(err, knowledge.ErrEmpty):
+		abort(c, http.StatusBadRequest, "empty_document", "The document has no text.")
+	case errors.Is(err, knowledge.ErrBinary):
+		abort(c, http.StatusBadRequest, "binary_document", "The document is not text; upload .txt, .md or .html files.")
+	case errors.Is(err, knowledge.ErrTooLarge):
+		abort(c, http.StatusRequestEntityTooLarge, "document_too_large",
+			fmt.Sprintf("The document is larger than the limit of %d bytes.", limit))
+	case errors.Is(err, knowledge.ErrUnsupportedType):
+		abort(c, http.StatusUnsupportedMediaType, "unsupported_type", "Only plain text, Markdown and HTML documents are supported.")
+	default:
+		h.internal(c, "ingest document", err)
+	}
+}
+
+// readUpload reads a multipart upload: the "file" part (at most limit
+// bytes) and an optional "title" part.
+func readUpload(c *gin.Context, limit int64) (knowledge.IngestRequest, *requestError) {
+	var req knowledge.IngestRequest
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit+64<<10)
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
+	}
+	gotFile := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var maxErr *http.MaxBytesError
+			if errors.As(err, &maxErr) {
+				return req, tooLarge(limit)
+			}
+			return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
+		}
+		switch part.FormName() {
+		case "file":
+			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
+			ext := strings.ToLower(path.Ext(name))
+			if ext != "" && !uploadExtensions[ext] {
+				return req, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
+					fmt.Sprintf("Files of type %s are not supported; upload .txt, .md or .html files.", ext)}
+			}
+			data, err := io.ReadAll(io.LimitReader(part, limit+1))
+			if err != nil {
+				var maxErr *http.MaxBytesError
+				if errors.As(err, &maxErr) {
+					return req, tooLarge(limit)
+				}
+				return req, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
+			}
+			if int64(len(data)) > limit {
+				return req, tooLarge(limit)
+			}
+			req.Content, req.Source, gotFile = string(data), name, true
+			if ct := part.Header.Get("Content-Type"); ext == "" {
+				req.MediaType = ct
+			}
+		case "title":
+			data, _ := io.ReadAll(io.LimitReader(part, 4096))
+			req.Title = strings.TrimSpace(string(data))
+		}
+		part.Close()
+	}
+	if !gotFile {
+		return req, &requestError{http.StatusBadRequest, "missing_file", `The upload has no "file" field.`}
+	}
+	return req, nil
+}
+
+func tooLarge(limit int64) *requestError {
+	return &requestError{http.StatusRequestEntityTooLarge, "document_too_large",
+		fmt.Sprintf("The document is larger than the limit of %d bytes.", limit)}
+}
+
+func (h *Handler) listDocuments(c *gin.Context) {
+	limit, ok := queryInt(c, "limit", 50, 1, 500)
+	if !ok {
+		return
+	}
+	offset, ok := queryInt(c, "offset", 0, 0, 1<<31-1)
+	if !ok {
+		return
+	}
+	docs, total, err := h.deps.Knowledge.Documents(c.Request.Context(), limit, offset)
+	if err != nil {
+		h.internal(c, "list documents", err)
+		return
+	}
+	out := make([]DocumentJSON, len(docs))
+	for i, d := range docs {
+		out[i] = documentJSON(d, false)
+	}
+	c.JSON(http.StatusOK, gin.H{"documents": out, "total": total})
+}
+
+func (h *Handler) getDocument(c *gin.Context) {
+	d, err := h.deps.Knowledge.Document(c.Request.Context(), c.Param("id"))
+	if errors.Is(err, knowledge.ErrNotFound) {
+		abort(c, http.StatusNotFound, "document_not_found", "No document with id "+strconv.Quote(c.Param("id"))+".")
+		return
+	}
+	if err != nil {
+		h.internal(c, "get document", err)
+		return
+	}
+	c.JSON(http.StatusOK, documentJSON(d, true))
+}
+
+func (h *Handler) deleteDocument(c *gin.Context) {
+	err := h.deps.Knowledge.DeleteDocument(c.Request.Context(), c.Param("id"))
+	if errors.Is(err, knowledge.ErrNotFound) {
+		abort(c, http.StatusNotFound, "document_not_found", "No document with id "+strconv.Quote(c.Param("id"))+".")
+		return
+	}
+	if err != nil {
+		h.internal(c, "delete document", err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+type searchRequest struct {
+	Query string `json:"query"`
+	TopK  *int   `json:"top_k"`
+}
+
+// SearchHitJSON is a hit-testing result.
+type SearchHitJSON struct {
+	ChunkID      string  `json:"chunk_id"`
+	DocumentID   string  `json:"document_id"`
+	Title        string  `json:"title"`
+	Heading      string  `json:"heading,omitempty"`
+	Content      string  `json:"content"`
+	Score        float64 `json:"score"`
+	KeywordScore float64 `json:"keyword_score"`
+	VectorScore  float64 `json:"vector_score"`
+	KeywordRank  int     `json:"keyword_rank"`
+	VectorRank   int     `json:"vector_rank"`
+}
+
+// maxSearchTopK bounds hit testing.
+const maxSearchTopK = 100
+
+// search is hit testing: the same hybrid search the search plugin runs,
+// without an LLM.
+func (h *Handler) search(c *gin.Context) {
+	var req searchRequest
+	if rerr := decodeJSON(c, h.cfg().Limits.MaxBodyBytes, &req, false); rerr != nil {
+		abort(c, rerr.status, rerr.code, rerr.message)
+		return
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		abort(c, http.StatusBadRequest, "empty_query", `The search query is empty; put it in "query".`)
+		return
+	}
+	topK := h.cfg().Knowledge.Search.TopK
+	if req.TopK != nil {
+		if *req.TopK < 1 || *req.TopK > maxSearchTopK {
+			abort(c, http.StatusBadRequest, "invalid_top_k", fmt.Sprintf(`"top_k" must be from 1 to %d.`, maxSearchTopK))
+			return
+		}
+		topK = *req.TopK
+	}
+	res, err := h.deps.Knowledge.Search(c.Request.Context(), pipeline.SearchRequest{Query: req.Query, TopK: topK})
+	if err != nil {
+		h.internal(c, "search", err)
+		return
+	}
+	hits := make([]SearchHitJSON, len(res.Hits))
+	for i, x := range res.Hits {
+		hits[i] = SearchHitJSON{ChunkID: x.ChunkID, DocumentID: x.DocumentID, Title: x.Title, Heading: x.Heading,
+			Content: x.Content, Score: x.Score, KeywordScore: x.KeywordScore, VectorScore: x.VectorScore,
+			KeywordRank: x.KeywordRank, VectorRank: x.VectorRank}
+	}
+	c.JSON(http.StatusOK, gin.H{"query": req.Query, "method": res.Method, "degraded": res.Degraded, "hits": hits})
+}
