@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/samples"
 )
 
 func main() {
@@ -29,7 +30,7 @@ func main() {
 	defer stop()
 
 	watch := cfg.File // nothing to watch when running on built-in defaults
-	a, err := app.New(ctx, cfg, app.Options{ConfigPath: watch})
+	a, err := app.New(ctx, cfg, app.Options{ConfigPath: watch, Samples: samples.FS})
 	if err != nil {
 		fail(err)
 	}

@@ -70,7 +70,7 @@ func (h *Handler) addDocument(c *gin.Context) {
 			abort(c, rerr.status, rerr.code, rerr.message)
 			return
 		}
-		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content, Source: "api"}
+		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content}
 	}
 
 	doc, err := h.deps.Knowledge.Ingest(c.Request.Context(), req)

@@ -180,7 +180,7 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 		}
 		emb = e
 	}
-	svc := knowledge.NewService(store, emb, cfg.Knowledge, a.log.Named("knowledge"))
+	svc := knowledge.NewService(store, emb, cfg.Knowledge, a.log)
 	if cfg.Knowledge.SampleDocs && a.opts.Samples != nil {
 		n, err := svc.LoadSamples(ctx, a.opts.Samples)
 		if err != nil {

@@ -67,17 +67,22 @@ func baseConfig(t *testing.T, provider *providertest.Server) *config.Config {
 
 func startHarness(t *testing.T, provider *providertest.Server, cfg *config.Config, configPath string) *harness {
 	t.Helper()
+	return startHarnessWith(t, provider, cfg, app.Options{ConfigPath: configPath})
+}
+
+// startHarnessWith starts a server with opts (its Logger and HTTPClient
+// are the harness's own).
+func startHarnessWith(t *testing.T, provider *providertest.Server, cfg *config.Config, opts app.Options) *harness {
+	t.Helper()
 	modelTransport := &http.Transport{}
 	clientTransport := &http.Transport{}
 	observed, logs := observer.New(zap.InfoLevel)
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, observed)
 	})))
-	a, err := app.New(context.Background(), cfg, app.Options{
-		ConfigPath: configPath,
-		Logger:     logger,
-		HTTPClient: &http.Client{Transport: modelTransport},
-	})
+	opts.Logger = logger
+	opts.HTTPClient = &http.Client{Transport: modelTransport}
+	a, err := app.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}

@@ -6,14 +6,17 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
+	"github.com/chatpipe/chatpipe/internal/samples"
 )
 
 func ragMode(c *config.Config) { c.DefaultMode = "rag" }
@@ -344,4 +347,71 @@ func TestRetrievalStagesDegradeAndSaySo(t *testing.T) {
 			t.Fatalf("prompt: %s", prompt)
 		}
 	})
+}
+
+// What go run . gives a new user: the offline demo model answering, in the
+// default rag mode, from the bundled sample knowledge base, with [n]
+// citations that point at the references sent before the answer.
+func TestOfflineDefaultsAnswerFromTheSampleKnowledgeBaseWithCitations(t *testing.T) {
+	provider := providertest.New(t)
+	cfg := config.Default()
+	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
+	m := cfg.Models["default"]
+	m.ChunkDelay = 0
+	cfg.Models["default"] = m
+	h := startHarnessWith(t, provider, cfg, app.Options{Samples: samples.FS})
+
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total == 0 {
+		t.Fatal("the sample knowledge base was not loaded")
+	}
+	session := h.createSession()
+	for _, q := range []string{"How do I resume a stream after a dropped connection?", "如何停止正在生成的回答？"} {
+		s := h.ask(session, q)
+		evs := s.all()
+		if finished(t, evs).Status != eventbus.StatusCompleted {
+			t.Fatalf("%s: %v", q, types(evs))
+		}
+		refsAt, answerAt := indexOf(evs, eventbus.TypeReferences), indexOf(evs, eventbus.TypeAnswerStart)
+		if refsAt < 0 || answerAt < refsAt {
+			t.Fatalf("%s: references at %d, answer at %d", q, refsAt, answerAt)
+		}
+		refs := evs[refsAt].Payload.(eventbus.References).Items
+		answer := text(evs, eventbus.TypeAnswerDelta)
+		cited := citedNumbers(answer)
+		if len(refs) == 0 || len(cited) == 0 {
+			t.Fatalf("%s: %d references, answer %q", q, len(refs), answer)
+		}
+		for _, n := range cited {
+			if n < 1 || n > len(refs) {
+				t.Fatalf("%s: answer cites [%d] but there are %d references: %q", q, n, len(refs), answer)
+			}
+		}
+		if !strings.Contains(answer, "demo") && !strings.Contains(answer, "演示") {
+			t.Fatalf("%s: the demo answer is not labelled as a demo: %q", q, answer)
+		}
+	}
+	if len(provider.Requests()) != 0 {
+		t.Fatal("the offline defaults called a provider")
+	}
+}
+
+func citedNumbers(s string) []int {
+	var out []int
+	for i := 0; i < len(s); i++ {
+		if s[i] != '[' {
+			continue
+		}
+		j := i + 1
+		n := 0
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			n = n*10 + int(s[j]-'0')
+			j++
+		}
+		if j > i+1 && j < len(s) && s[j] == ']' {
+			out = append(out, n)
+		}
+	}
+	return out
 }

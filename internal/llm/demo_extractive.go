@@ -214,9 +214,15 @@ func firstSentences(all []sentence, n int) []sentence {
 // followed by a space, at 。！？；, or at a line break.
 func splitSentences(content string) []string {
 	var out []string
-	for line := range strings.SplitSeq(content, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "```") || strings.HasPrefix(line, "|") {
+	inFence := false
+	for raw := range strings.SplitSeq(content, "\n") {
+		line := strings.TrimSpace(raw)
+		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+			inFence = !inFence // code is quoted as code, never as a sentence of the answer
+			continue
+		}
+		if inFence || strings.HasPrefix(raw, "    ") || strings.HasPrefix(raw, "\t") ||
+			line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "|") {
 			continue
 		}
 		line = strings.TrimSpace(strings.TrimLeft(line, "-*>• "))

@@ -163,3 +163,15 @@ func TestSplitForStreamConcatenatesBack(t *testing.T) {
 		}
 	}
 }
+
+func TestDemoNeverQuotesCodeAsASentence(t *testing.T) {
+	got := splitSentences("Resume with the header.\n\n```sh\ncurl -N localhost:8080/api/v1/streams/x -H 'Last-Event-ID: 3'\n```\n\n    indented code line here\n\nThe stream replays what you missed.")
+	for _, s := range got {
+		if strings.Contains(s, "curl") || strings.Contains(s, "indented") {
+			t.Fatalf("code quoted as a sentence: %q", got)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("sentences = %q", got)
+	}
+}
