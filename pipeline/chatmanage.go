@@ -14,6 +14,7 @@ import (
 // import the stores).
 type ChatManage struct {
 	// The request.
+	TenantID      string // the API key's tenant: knowledge and caches are scoped to it
 	SessionID     string
 	MessageID     string // the reserved assistant message; also the stream id
 	UserMessageID string
@@ -111,6 +112,7 @@ type Knowledge interface {
 // SearchRequest asks the knowledge base for candidates. Zero fields take
 // the knowledge base's configured defaults.
 type SearchRequest struct {
+	TenantID      string // whose documents to search ("" = the default tenant)
 	Query         string
 	TopK          int     // candidates to return
 	KeywordWeight float64 // weight of the keyword ranking in the fusion

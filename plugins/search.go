@@ -58,6 +58,7 @@ func (p *Search) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 		return next()
 	}
 	resp, err := cm.Knowledge.Search(ctx, pipeline.SearchRequest{
+		TenantID:      cm.TenantID,
 		Query:         cm.SearchQuery(),
 		TopK:          p.cfg.TopK,
 		KeywordWeight: p.cfg.KeywordWeight,
