@@ -15,6 +15,7 @@ type Config struct {
 	StreamStore string                    `mapstructure:"stream_store"` // memory (redis later)
 	Storage     Storage                   `mapstructure:"storage"`
 	Knowledge   Knowledge                 `mapstructure:"knowledge"`
+	Auth        Auth                      `mapstructure:"auth"`
 	Models      map[string]Model          `mapstructure:"models"`
 	DefaultMode string                    `mapstructure:"default_mode"`
 	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
@@ -131,4 +132,20 @@ type Search struct {
 	KeywordWeight float64 `mapstructure:"keyword_weight"` // weight of the bm25 ranking
 	VectorWeight  float64 `mapstructure:"vector_weight"`  // weight of the embedding ranking
 	RRFK          int     `mapstructure:"rrf_k"`          // fusion score is weight/(rrf_k+rank)
+}
+
+// Auth lists the API keys. Each key belongs to a tenant; sessions, streams
+// and knowledge documents are visible only to their tenant. With no keys
+// chatpipe runs open (everything belongs to the tenant "default"), which
+// it refuses on a non-loopback address unless AllowOpen is set.
+type Auth struct {
+	Keys      []AuthKey `mapstructure:"keys"`
+	AllowOpen bool      `mapstructure:"allow_open"`
+}
+
+// AuthKey is one API key: the key itself or, better, its SHA-256 in hex.
+type AuthKey struct {
+	Tenant    string `mapstructure:"tenant"`
+	Key       string `mapstructure:"key"`
+	KeySHA256 string `mapstructure:"key_sha256"`
 }

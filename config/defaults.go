@@ -93,6 +93,10 @@ func builtinDefaults() map[string]any {
 				"rrf_k":          60,
 			},
 		},
+		"auth": map[string]any{
+			"keys":       []any{},
+			"allow_open": false,
+		},
 		"models": map[string]any{
 			"default": map[string]any{
 				"provider":    "demo",

@@ -120,6 +120,9 @@ func build(file map[string]any, useEnv bool) (*Config, error) {
 		if err := applyPluginEnv(v, file, defaults); err != nil {
 			return nil, err
 		}
+		if err := applyAuthKeysEnv(v); err != nil {
+			return nil, err
+		}
 	}
 	var cfg Config
 	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {

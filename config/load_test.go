@@ -143,7 +143,7 @@ func TestRepoConfigYAMLMatchesBuiltinDefaults(t *testing.T) {
 func TestFileOverridesDefaults(t *testing.T) {
 	path := writeConfig(t, `
 server:
-  addr: 0.0.0.0:9090
+  addr: 127.0.0.1:9090
 log:
   Level: debug          # keys are case-insensitive
 stream:
@@ -175,7 +175,7 @@ plugins:
 	if cfg.File != path {
 		t.Errorf("File = %q, want %q", cfg.File, path)
 	}
-	if cfg.Server.Addr != "0.0.0.0:9090" || cfg.Log.Level != "debug" ||
+	if cfg.Server.Addr != "127.0.0.1:9090" || cfg.Log.Level != "debug" ||
 		cfg.Stream.Heartbeat != 5*time.Second || cfg.Stream.Retention != 90*time.Second {
 		t.Errorf("file values not applied: %v", cfg)
 	}
@@ -226,9 +226,9 @@ func TestEnvOverrides(t *testing.T) {
 	}{
 		{
 			name: "server.addr without a file",
-			env:  map[string]string{"CHATPIPE_SERVER_ADDR": "0.0.0.0:7000"},
+			env:  map[string]string{"CHATPIPE_SERVER_ADDR": "127.0.0.2:7000"},
 			check: func(t *testing.T, c *Config) {
-				if c.Server.Addr != "0.0.0.0:7000" {
+				if c.Server.Addr != "127.0.0.2:7000" {
 					t.Errorf("server.addr = %q", c.Server.Addr)
 				}
 			},
@@ -236,9 +236,9 @@ func TestEnvOverrides(t *testing.T) {
 		{
 			name: "server.addr over the file",
 			file: "server: {addr: 127.0.0.1:1}\n",
-			env:  map[string]string{"CHATPIPE_SERVER_ADDR": ":7000"},
+			env:  map[string]string{"CHATPIPE_SERVER_ADDR": "localhost:7000"},
 			check: func(t *testing.T, c *Config) {
-				if c.Server.Addr != ":7000" {
+				if c.Server.Addr != "localhost:7000" {
 					t.Errorf("server.addr = %q", c.Server.Addr)
 				}
 			},

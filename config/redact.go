@@ -27,6 +27,10 @@ func (c *Config) Redacted() *Config {
 		out.Models[name] = m.redacted()
 	}
 	out.Knowledge.Embedding.APIKey = mask(c.Knowledge.Embedding.APIKey)
+	out.Auth.Keys = make([]AuthKey, len(c.Auth.Keys))
+	for i, k := range c.Auth.Keys {
+		out.Auth.Keys[i] = AuthKey{Tenant: k.Tenant, Key: mask(k.Key), KeySHA256: k.KeySHA256}
+	}
 	out.Plugins = make(map[string]map[string]any, len(c.Plugins))
 	for name, section := range c.Plugins {
 		out.Plugins[name] = redactMap(section)

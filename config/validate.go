@@ -120,6 +120,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	c.validateAuth(add)
+
 	if len(c.Models) == 0 {
 		add("models", "define at least one model")
 	}

@@ -76,6 +76,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	c := Default()
 	c.Server.Addr = "nope"
+	c.Auth.AllowOpen = true
 	c.Log.Level = "loud"
 	c.Stream.Heartbeat = 0
 	got := errorKeys(c.Validate())

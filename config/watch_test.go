@@ -127,7 +127,7 @@ func (f *watchFixture) nextLog(t *testing.T, level zapcore.Level) observer.Logge
 }
 
 func configWithAddr(addr string) string {
-	return fmt.Sprintf("server:\n  addr: %q\n", addr)
+	return fmt.Sprintf("server:\n  addr: %q\nauth:\n  allow_open: true\n", addr)
 }
 
 func TestWatchAppliesEachValidChangeOnce(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/auth"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/run"
@@ -21,6 +22,7 @@ import (
 
 // Deps are what the handlers use.
 type Deps struct {
+	Auth      func() *auth.Keys     // the current API keys
 	Config    func() *config.Config // the current snapshot
 	Modes     func() []string       // chat modes of the current snapshot
 	History   history.Store
@@ -65,7 +67,7 @@ func New(deps Deps) http.Handler {
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
 
-	api := r.Group("/api/v1")
+	api := r.Group("/api/v1", h.authenticate)
 	api.POST("/sessions", h.createSession)
 	api.GET("/sessions", h.listSessions)
 	api.GET("/sessions/:id", h.getSession)

@@ -73,6 +73,7 @@ func (h *Handler) addDocument(c *gin.Context) {
 		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content}
 	}
 
+	req.TenantID = tenant(c)
 	doc, err := h.deps.Knowledge.Ingest(c.Request.Context(), req)
 	switch {
 	case err == nil:
@@ -166,7 +167,7 @@ func (h *Handler) listDocuments(c *gin.Context) {
 	if !ok {
 		return
 	}
-	docs, total, err := h.deps.Knowledge.Documents(c.Request.Context(), limit, offset)
+	docs, total, err := h.deps.Knowledge.Documents(c.Request.Context(), tenant(c), limit, offset)
 	if err != nil {
 		h.internal(c, "list documents", err)
 		return
@@ -179,7 +180,7 @@ func (h *Handler) listDocuments(c *gin.Context) {
 }
 
 func (h *Handler) getDocument(c *gin.Context) {
-	d, err := h.deps.Knowledge.Document(c.Request.Context(), c.Param("id"))
+	d, err := h.deps.Knowledge.Document(c.Request.Context(), tenant(c), c.Param("id"))
 	if errors.Is(err, knowledge.ErrNotFound) {
 		abort(c, http.StatusNotFound, "document_not_found", "No document with id "+strconv.Quote(c.Param("id"))+".")
 		return
@@ -192,7 +193,7 @@ func (h *Handler) getDocument(c *gin.Context) {
 }
 
 func (h *Handler) deleteDocument(c *gin.Context) {
-	err := h.deps.Knowledge.DeleteDocument(c.Request.Context(), c.Param("id"))
+	err := h.deps.Knowledge.DeleteDocument(c.Request.Context(), tenant(c), c.Param("id"))
 	if errors.Is(err, knowledge.ErrNotFound) {
 		abort(c, http.StatusNotFound, "document_not_found", "No document with id "+strconv.Quote(c.Param("id"))+".")
 		return
@@ -246,7 +247,7 @@ func (h *Handler) search(c *gin.Context) {
 		}
 		topK = *req.TopK
 	}
-	res, err := h.deps.Knowledge.Search(c.Request.Context(), pipeline.SearchRequest{Query: req.Query, TopK: topK})
+	res, err := h.deps.Knowledge.Search(c.Request.Context(), pipeline.SearchRequest{TenantID: tenant(c), Query: req.Query, TopK: topK})
 	if err != nil {
 		h.internal(c, "search", err)
 		return

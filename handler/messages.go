@@ -48,7 +48,8 @@ func (h *Handler) postMessage(c *gin.Context) {
 		return
 	}
 
-	r, err := h.deps.Runs.Start(c.Request.Context(), run.StartRequest{SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
+	r, err := h.deps.Runs.Start(c.Request.Context(), run.StartRequest{
+		TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		abort(c, http.StatusNotFound, "session_not_found", "No session with id "+strconv.Quote(c.Param("id"))+".")

@@ -81,7 +81,8 @@ func (h *Handler) createSession(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
 		return
 	}
-	s, err := h.deps.History.CreateSession(c.Request.Context(), history.Session{ID: uuid.Must(uuid.NewV7()).String(), Title: req.Title, Mode: req.Mode})
+	s, err := h.deps.History.CreateSession(c.Request.Context(), history.Session{
+		ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant(c), Title: req.Title, Mode: req.Mode})
 	if err != nil {
 		h.internal(c, "create session", err)
 		return
@@ -104,7 +105,7 @@ func (h *Handler) listSessions(c *gin.Context) {
 	if !ok {
 		return
 	}
-	list, err := h.deps.History.ListSessions(c.Request.Context(), limit, offset)
+	list, err := h.deps.History.ListSessions(c.Request.Context(), tenant(c), limit, offset)
 	if err != nil {
 		h.internal(c, "list sessions", err)
 		return
@@ -132,9 +133,13 @@ func queryInt(c *gin.Context, name string, def, lo, hi int) (int, bool) {
 	return n, true
 }
 
-// session loads the session named in the path, answering 404 itself.
+// session loads the caller's session named in the path, answering 404
+// itself; another tenant's session is answered exactly like a missing one.
 func (h *Handler) session(c *gin.Context) (history.Session, bool) {
 	s, err := h.deps.History.GetSession(c.Request.Context(), c.Param("id"))
+	if err == nil && s.TenantID != tenant(c) {
+		err = history.ErrNotFound
+	}
 	if errors.Is(err, history.ErrNotFound) {
 		abort(c, http.StatusNotFound, "session_not_found", "No session with id "+strconv.Quote(c.Param("id"))+".")
 		return s, false

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,6 +39,9 @@ func (h *Handler) resumeStream(c *gin.Context) {
 			"The resume position (Last-Event-ID or ?after=) must be a whole number: the seq of the last event received.")
 		return
 	}
+	if _, ok := h.ownedStream(c, c.Param("id")); !ok {
+		return
+	}
 	h.serveStream(c, c.Param("id"), after)
 }
 
@@ -47,17 +49,18 @@ func (h *Handler) resumeStream(c *gin.Context) {
 // when it had already finished, 404 when the id is unknown.
 func (h *Handler) stopStream(c *gin.Context) {
 	id := c.Param("id")
+	msg, ok := h.ownedStream(c, id)
+	if !ok {
+		return
+	}
 	if h.deps.Runs.Stop(id) {
 		c.JSON(http.StatusAccepted, gin.H{"status": "stopping", "message_id": id})
 		return
 	}
-	msg, err := h.deps.History.GetMessage(c.Request.Context(), id)
-	switch {
-	case errors.Is(err, history.ErrNotFound) || (err == nil && msg.Role != history.RoleAssistant):
-		abort(c, http.StatusNotFound, "stream_not_found", "No stream with id "+strconv.Quote(id)+".")
-	case err != nil:
-		h.internal(c, "get message", err)
-	default:
-		c.JSON(http.StatusOK, gin.H{"status": msg.Status, "message_id": id})
+	if msg.Status == history.StatusStreaming { // it finished between the two reads
+		if m, err := h.deps.History.GetMessage(c.Request.Context(), id); err == nil {
+			msg = m
+		}
 	}
+	c.JSON(http.StatusOK, gin.H{"status": msg.Status, "message_id": id})
 }

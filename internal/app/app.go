@@ -22,6 +22,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/auth"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -57,6 +58,7 @@ type App struct {
 	level     *zap.AtomicLevel
 	cfg       atomic.Pointer[config.Config]
 	setup     atomic.Pointer[run.Setup]
+	keys      atomic.Pointer[auth.Keys]
 	history   history.Store
 	knowledge *knowledge.Service
 	streams   stream.Store
@@ -85,6 +87,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
+	a.keys.Store(auth.New(cfg.Auth))
 
 	if a.history, err = openHistory(ctx, cfg); err != nil {
 		return nil, err
@@ -109,6 +112,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Observers: opts.Observers,
 	})
 	a.handler = handler.New(handler.Deps{
+		Auth:      a.keys.Load,
 		Config:    a.cfg.Load,
 		Modes:     a.modes,
 		History:   a.history,
@@ -261,6 +265,7 @@ func (a *App) apply(cfg *config.Config) error {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
+	a.keys.Store(auth.New(cfg.Auth))
 	a.knowledge.Reconfigure(cfg.Knowledge)
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil

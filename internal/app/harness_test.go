@@ -37,6 +37,14 @@ type harness struct {
 	provider *providertest.Server
 	client   *http.Client
 	logs     *observer.ObservedLogs // every log line of the server, for tests that wait on one
+	token    string                 // sent as "Authorization: Bearer" when set
+}
+
+// as returns a view of the harness that calls the API with key.
+func (h *harness) as(key string) *harness {
+	c := *h
+	c.token = key
+	return &c
 }
 
 func intp(n int) *int { return &n }
@@ -110,6 +118,9 @@ func (h *harness) do(ctx context.Context, method, path, body string, header ...s
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -38,10 +38,16 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 )
 
-// Session is a conversation. CreatedAt and UpdatedAt are set by the store
-// (UTC, microsecond precision); values passed in are ignored.
+// DefaultTenant owns the data of a server running without API keys.
+const DefaultTenant = "default"
+
+// Session is a conversation. It belongs to a tenant (the owner of an API
+// key); its messages and streams are visible to that tenant only.
+// CreatedAt and UpdatedAt are set by the store (UTC, microsecond
+// precision); values passed in are ignored.
 type Session struct {
 	ID        string
+	TenantID  string // "" is stored as DefaultTenant
 	Title     string
 	Mode      string
 	CreatedAt time.Time
@@ -86,9 +92,9 @@ type Store interface {
 	// It fails with ErrAlreadyExists if the ID is taken.
 	CreateSession(ctx context.Context, s Session) (Session, error)
 	GetSession(ctx context.Context, id string) (Session, error)
-	// ListSessions returns sessions, most recently updated first. A limit
-	// <= 0 means no limit.
-	ListSessions(ctx context.Context, limit, offset int) ([]Session, error)
+	// ListSessions returns a tenant's sessions ("" = DefaultTenant), most
+	// recently updated first. A limit <= 0 means no limit.
+	ListSessions(ctx context.Context, tenantID string, limit, offset int) ([]Session, error)
 	// DeleteSession removes a session and all its messages.
 	DeleteSession(ctx context.Context, id string) error
 

@@ -6,6 +6,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,7 @@ func NewManager(opts Options) *Manager {
 
 // StartRequest is a question to answer in a session.
 type StartRequest struct {
+	TenantID  string // the caller's tenant: the session must be theirs
 	SessionID string
 	Question  string
 	Mode      string // "" = the session's mode, else the default mode
@@ -112,6 +114,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	sess, err := m.opts.History.GetSession(ctx, req.SessionID)
 	if err != nil {
 		return nil, err
+	}
+	if tenant := cmp.Or(req.TenantID, history.DefaultTenant); sess.TenantID != tenant {
+		return nil, fmt.Errorf("session %q: %w", req.SessionID, history.ErrNotFound)
 	}
 	mode := req.Mode
 	if mode == "" {
@@ -179,6 +184,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 
 	g := newGuard(bus)
 	cm := &pipeline.ChatManage{
+		TenantID:      sess.TenantID,
 		SessionID:     sess.ID,
 		MessageID:     assistantID,
 		UserMessageID: userMsg.ID,

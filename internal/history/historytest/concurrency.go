@@ -85,7 +85,7 @@ var concurrencyTests = []test{
 						fail(fmt.Errorf("reader saw %d messages: half a turn", len(msgs)))
 						return
 					}
-					if _, err := s.ListSessions(t.Context(), 0, 0); err != nil {
+					if _, err := s.ListSessions(t.Context(), "", 0, 0); err != nil {
 						fail(fmt.Errorf("reader ListSessions: %w", err))
 						return
 					}
@@ -129,7 +129,7 @@ var concurrencyTests = []test{
 				t.Errorf("ListMessages(%s) = %v, want %v", sid, got, want)
 			}
 		}
-		if ss, err := s.ListSessions(t.Context(), 0, 0); err != nil || len(ss) != sessions {
+		if ss, err := s.ListSessions(t.Context(), "", 0, 0); err != nil || len(ss) != sessions {
 			t.Errorf("ListSessions = %d sessions, %v; want %d", len(ss), err, sessions)
 		}
 	}},

@@ -36,8 +36,31 @@ var sessionTests = []test{
 		if _, err := s.CreateSession(t.Context(), history.Session{Title: "no id"}); err == nil {
 			t.Fatal("CreateSession with empty ID succeeded")
 		}
-		if ss, err := s.ListSessions(t.Context(), 0, 0); err != nil || len(ss) != 0 {
+		if ss, err := s.ListSessions(t.Context(), "", 0, 0); err != nil || len(ss) != 0 {
 			t.Errorf("ListSessions = %v, %v; want none", sessionIDs(ss), err)
+		}
+	}},
+	{"SessionsBelongToTheirTenant", func(t *testing.T, s history.Store) {
+		for _, in := range []history.Session{
+			{ID: "a1", TenantID: "acme"}, {ID: "a2", TenantID: "acme"}, {ID: "b1", TenantID: "beta"}, {ID: "d1"},
+		} {
+			if _, err := s.CreateSession(t.Context(), in); err != nil {
+				t.Fatalf("CreateSession(%s): %v", in.ID, err)
+			}
+		}
+		for tenant, want := range map[string][]string{
+			"acme": {"a2", "a1"}, "beta": {"b1"}, "": {"d1"}, history.DefaultTenant: {"d1"}, "nobody": {},
+		} {
+			ss, err := s.ListSessions(t.Context(), tenant, 0, 0)
+			if err != nil || !slices.Equal(sessionIDs(ss), want) {
+				t.Errorf("ListSessions(%q) = %v, %v; want %v", tenant, sessionIDs(ss), err, want)
+			}
+		}
+		if got := getSession(t, s, "b1"); got.TenantID != "beta" {
+			t.Errorf("GetSession(b1).TenantID = %q, want beta", got.TenantID)
+		}
+		if got := getSession(t, s, "d1"); got.TenantID != history.DefaultTenant {
+			t.Errorf("a session created without a tenant has TenantID %q, want %q", got.TenantID, history.DefaultTenant)
 		}
 	}},
 	{"GetSessionOfUnknownIDFailsWithErrNotFound", func(t *testing.T, s history.Store) {
@@ -45,7 +68,7 @@ var sessionTests = []test{
 		wantErr(t, "GetSession", err, history.ErrNotFound)
 	}},
 	{"ListSessionsOfEmptyStoreIsEmpty", func(t *testing.T, s history.Store) {
-		ss, err := s.ListSessions(t.Context(), 10, 0)
+		ss, err := s.ListSessions(t.Context(), "", 10, 0)
 		if err != nil || len(ss) != 0 {
 			t.Errorf("ListSessions = %v, %v; want none", sessionIDs(ss), err)
 		}
@@ -68,7 +91,7 @@ var sessionTests = []test{
 			{10, 0, []string{"s5", "s4", "s3", "s2", "s1"}},
 		}
 		for _, c := range cases {
-			ss, err := s.ListSessions(t.Context(), c.limit, c.offset)
+			ss, err := s.ListSessions(t.Context(), "", c.limit, c.offset)
 			if err != nil {
 				t.Fatalf("ListSessions(%d, %d): %v", c.limit, c.offset, err)
 			}
@@ -79,7 +102,7 @@ var sessionTests = []test{
 	}},
 	{"ListSessionsReturnsSavedFields", func(t *testing.T, s history.Store) {
 		want := createSession(t, s, "s1")
-		ss, err := s.ListSessions(t.Context(), 0, 0)
+		ss, err := s.ListSessions(t.Context(), "", 0, 0)
 		if err != nil || len(ss) != 1 {
 			t.Fatalf("ListSessions = %v, %v; want [s1]", sessionIDs(ss), err)
 		}
@@ -101,7 +124,7 @@ var sessionTests = []test{
 		if !after.CreatedAt.Equal(before.CreatedAt) {
 			t.Errorf("CreatedAt changed from %v to %v", before.CreatedAt, after.CreatedAt)
 		}
-		ss, err := s.ListSessions(t.Context(), 0, 0)
+		ss, err := s.ListSessions(t.Context(), "", 0, 0)
 		if err != nil {
 			t.Fatalf("ListSessions: %v", err)
 		}

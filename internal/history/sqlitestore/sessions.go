@@ -10,17 +10,20 @@ import (
 	"github.com/chatpipe/chatpipe/internal/history"
 )
 
-const sessionColumns = `id, title, mode, created_at, updated_at`
+const sessionColumns = `id, tenant_id, title, mode, created_at, updated_at`
 
 // CreateSession implements history.Store.
 func (s *Store) CreateSession(ctx context.Context, sess history.Session) (history.Session, error) {
 	if sess.ID == "" {
 		return history.Session{}, errors.New("sqlitestore: create session: empty id")
 	}
+	if sess.TenantID == "" {
+		sess.TenantID = history.DefaultTenant
+	}
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		sess.CreatedAt, sess.UpdatedAt = now, now
-		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?)`,
-			sess.ID, sess.Title, sess.Mode, formatTime(now), formatTime(now))
+		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.TenantID, sess.Title, sess.Mode, formatTime(now), formatTime(now))
 		if isUniqueViolation(err) {
 			return history.ErrAlreadyExists
 		}
@@ -45,12 +48,15 @@ func (s *Store) GetSession(ctx context.Context, id string) (history.Session, err
 }
 
 // ListSessions implements history.Store.
-func (s *Store) ListSessions(ctx context.Context, limit, offset int) ([]history.Session, error) {
+func (s *Store) ListSessions(ctx context.Context, tenantID string, limit, offset int) ([]history.Session, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions
-		ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?`, limit, max(offset, 0))
+	if tenantID == "" {
+		tenantID = history.DefaultTenant
+	}
+	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE tenant_id = ?
+		ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?`, tenantID, limit, max(offset, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: list sessions: %w", err)
 	}
@@ -93,7 +99,7 @@ func scanSession(sc scanner) (history.Session, error) {
 		sess             history.Session
 		created, updated string
 	)
-	if err := sc.Scan(&sess.ID, &sess.Title, &sess.Mode, &created, &updated); err != nil {
+	if err := sc.Scan(&sess.ID, &sess.TenantID, &sess.Title, &sess.Mode, &created, &updated); err != nil {
 		return history.Session{}, err
 	}
 	var err1, err2 error

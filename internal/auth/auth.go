@@ -1,0 +1,68 @@
+// Package auth maps API keys to tenants. Keys are kept and compared only
+// as SHA-256 hashes, so a key never sits in memory longer than the request
+// that carried it and a configured hash need not be reversible.
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"strings"
+
+	"github.com/chatpipe/chatpipe/config"
+)
+
+// DefaultTenant owns everything when no keys are configured.
+const DefaultTenant = "default"
+
+// Keys is an immutable set of API keys.
+type Keys struct {
+	hashes  [][sha256.Size]byte
+	tenants []string
+}
+
+// New builds the key set from a validated config.
+func New(cfg config.Auth) *Keys {
+	k := &Keys{}
+	for _, e := range cfg.Keys {
+		var h [sha256.Size]byte
+		if e.Key != "" {
+			h = sha256.Sum256([]byte(e.Key))
+		} else {
+			b, _ := hex.DecodeString(strings.ToLower(e.KeySHA256)) // validated by config
+			copy(h[:], b)
+		}
+		k.hashes = append(k.hashes, h)
+		k.tenants = append(k.tenants, e.Tenant)
+	}
+	return k
+}
+
+// Open reports whether no keys are configured: every request is the
+// default tenant's.
+func (k *Keys) Open() bool { return len(k.hashes) == 0 }
+
+// Tenant returns the tenant of key, comparing its hash with every
+// configured hash in constant time.
+func (k *Keys) Tenant(key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	h := sha256.Sum256([]byte(key))
+	found := -1
+	for i := range k.hashes {
+		if subtle.ConstantTimeCompare(h[:], k.hashes[i][:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return k.tenants[found], true
+}
+
+// Hash is the SHA-256 hex of a key, for config.yaml's key_sha256.
+func Hash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
