@@ -16,6 +16,10 @@ type Config struct {
 	Storage     Storage                   `mapstructure:"storage"`
 	Knowledge   Knowledge                 `mapstructure:"knowledge"`
 	Auth        Auth                      `mapstructure:"auth"`
+	CORS        CORS                      `mapstructure:"cors"`
+	Metrics     Metrics                   `mapstructure:"metrics"`
+	Redis       Redis                     `mapstructure:"redis"`
+	Postgres    Postgres                  `mapstructure:"postgres"`
 	Models      map[string]Model          `mapstructure:"models"`
 	DefaultMode string                    `mapstructure:"default_mode"`
 	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
@@ -43,9 +47,12 @@ type Log struct {
 
 // Limits bound what a request may ask for.
 type Limits struct {
-	MaxBodyBytes     int64 `mapstructure:"max_body_bytes"`
-	MaxQuestionChars int   `mapstructure:"max_question_chars"`
-	MaxTitleChars    int   `mapstructure:"max_title_chars"`
+	MaxBodyBytes         int64   `mapstructure:"max_body_bytes"`
+	MaxQuestionChars     int     `mapstructure:"max_question_chars"`
+	MaxTitleChars        int     `mapstructure:"max_title_chars"`
+	MaxConcurrentStreams int     `mapstructure:"max_concurrent_streams"` // live generations per API key; 0 = unlimited
+	RatePerSecond        float64 `mapstructure:"rate_per_second"`        // requests per second per API key (token bucket); 0 = unlimited
+	RateBurst            int     `mapstructure:"rate_burst"`             // bucket size: requests allowed at once
 }
 
 // Stream configures the stream lifecycle and the stream store.
@@ -57,9 +64,9 @@ type Stream struct {
 	MaxDuration time.Duration `mapstructure:"max_duration"` // a generation running longer is stopped as failed
 }
 
-// Storage selects the history store.
+// Storage selects the history and knowledge stores.
 type Storage struct {
-	Driver string `mapstructure:"driver"` // sqlite
+	Driver string `mapstructure:"driver"` // sqlite | postgres
 	SQLite SQLite `mapstructure:"sqlite"`
 }
 
@@ -148,4 +155,35 @@ type AuthKey struct {
 	Tenant    string `mapstructure:"tenant"`
 	Key       string `mapstructure:"key"`
 	KeySHA256 string `mapstructure:"key_sha256"`
+}
+
+// CORS lets browser frontends on other origins call the API.
+type CORS struct {
+	AllowedOrigins []string      `mapstructure:"allowed_origins"` // exact origins, e.g. https://chat.example.com; empty = none
+	MaxAge         time.Duration `mapstructure:"max_age"`         // how long browsers may cache a preflight answer
+}
+
+// Metrics exposes Prometheus metrics.
+type Metrics struct {
+	Enabled bool   `mapstructure:"enabled"`
+	Path    string `mapstructure:"path"`
+}
+
+// Redis is the shared stream store and stop/liveness channel of several
+// replicas (stream_store: redis).
+type Redis struct {
+	Addr        string        `mapstructure:"addr"`         // host:port (env CHATPIPE_REDIS_ADDR)
+	Password    string        `mapstructure:"password"`     // better: CHATPIPE_REDIS_PASSWORD
+	DB          int           `mapstructure:"db"`           // database number
+	KeyPrefix   string        `mapstructure:"key_prefix"`   // prefix of every key chatpipe writes
+	LiveTTL     time.Duration `mapstructure:"live_ttl"`     // expiry of a live stream's key, renewed while it grows
+	FinishedTTL time.Duration `mapstructure:"finished_ttl"` // how long a finished stream stays replayable
+	LeaseTTL    time.Duration `mapstructure:"lease_ttl"`    // a generator that stops renewing its lease this long is declared lost
+	QueueSize   int           `mapstructure:"queue_size"`   // events buffered per stream while Redis is slow or down
+}
+
+// Postgres is the shared history and knowledge store (storage.driver: postgres).
+type Postgres struct {
+	DSN      string `mapstructure:"dsn"`       // postgres://user@host:5432/db (env CHATPIPE_POSTGRES_DSN)
+	MaxConns int    `mapstructure:"max_conns"` // connection pool size
 }

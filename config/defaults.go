@@ -54,9 +54,12 @@ func builtinDefaults() map[string]any {
 			"format": "json",
 		},
 		"limits": map[string]any{
-			"max_body_bytes":     1 << 20,
-			"max_question_chars": 8000,
-			"max_title_chars":    200,
+			"max_body_bytes":         1 << 20,
+			"max_question_chars":     8000,
+			"max_title_chars":        200,
+			"max_concurrent_streams": 0,
+			"rate_per_second":        0.0,
+			"rate_burst":             20,
 		},
 		"stream": map[string]any{
 			"heartbeat":    "15s",
@@ -92,6 +95,28 @@ func builtinDefaults() map[string]any {
 				"vector_weight":  1.0,
 				"rrf_k":          60,
 			},
+		},
+		"cors": map[string]any{
+			"allowed_origins": []any{},
+			"max_age":         "10m",
+		},
+		"metrics": map[string]any{
+			"enabled": true,
+			"path":    "/metrics",
+		},
+		"redis": map[string]any{
+			"addr":         "127.0.0.1:6379",
+			"password":     "",
+			"db":           0,
+			"key_prefix":   "chatpipe:",
+			"live_ttl":     "30m",
+			"finished_ttl": "10m",
+			"lease_ttl":    "10s",
+			"queue_size":   4096,
+		},
+		"postgres": map[string]any{
+			"dsn":       "",
+			"max_conns": 16,
 		},
 		"auth": map[string]any{
 			"keys":       []any{},

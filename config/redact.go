@@ -27,6 +27,8 @@ func (c *Config) Redacted() *Config {
 		out.Models[name] = m.redacted()
 	}
 	out.Knowledge.Embedding.APIKey = mask(c.Knowledge.Embedding.APIKey)
+	out.Redis.Password = mask(c.Redis.Password)
+	out.Postgres.DSN = redactURL(c.Postgres.DSN)
 	out.Auth.Keys = make([]AuthKey, len(c.Auth.Keys))
 	for i, k := range c.Auth.Keys {
 		out.Auth.Keys[i] = AuthKey{Tenant: k.Tenant, Key: mask(k.Key), KeySHA256: k.KeySHA256}

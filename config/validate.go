@@ -17,8 +17,8 @@ var ErrUnknownMode = errors.New("no such chat mode")
 // Accepted values. They are sets that grow as implementations land (redis
 // for stream_store, postgres for storage.driver); error messages list them.
 var (
-	streamStores       = []string{"memory"}
-	storageDrivers     = []string{"sqlite"}
+	streamStores       = []string{"memory", "redis"}
+	storageDrivers     = []string{"sqlite", "postgres"}
 	embeddingProviders = []string{"", "openai"}
 	logLevels          = []string{"debug", "info", "warn", "error"}
 	logFormats         = []string{"json", "console"}
@@ -83,6 +83,47 @@ func (c *Config) Validate() error {
 	oneOf("storage.driver", c.Storage.Driver, storageDrivers)
 	if c.Storage.Driver == "sqlite" && strings.TrimSpace(c.Storage.SQLite.Path) == "" {
 		add("storage.sqlite.path", "must name the database file")
+	}
+	if c.Storage.Driver == "postgres" {
+		if strings.TrimSpace(c.Postgres.DSN) == "" {
+			add("postgres.dsn", "required when storage.driver is postgres (e.g. postgres://chatpipe@db:5432/chatpipe, or %s_POSTGRES_DSN)", EnvPrefix)
+		}
+		if c.Postgres.MaxConns <= 0 {
+			add("postgres.max_conns", "must be greater than 0, got %d", c.Postgres.MaxConns)
+		}
+	}
+	if c.StreamStore == "redis" {
+		if err := checkHostPort(c.Redis.Addr); err != nil {
+			add("redis.addr", "%v", err)
+		}
+		for _, d := range []struct {
+			key string
+			val time.Duration
+		}{{"redis.live_ttl", c.Redis.LiveTTL}, {"redis.finished_ttl", c.Redis.FinishedTTL}, {"redis.lease_ttl", c.Redis.LeaseTTL}} {
+			if d.val <= 0 {
+				add(d.key, "must be a positive duration, got %v", d.val)
+			}
+		}
+		if c.Redis.LeaseTTL > 0 && c.Redis.LeaseTTL < time.Second {
+			add("redis.lease_ttl", "must be at least 1s, got %v", c.Redis.LeaseTTL)
+		}
+		if c.Redis.QueueSize <= 0 {
+			add("redis.queue_size", "must be greater than 0, got %d", c.Redis.QueueSize)
+		}
+	}
+	if c.Limits.MaxConcurrentStreams < 0 || c.Limits.RatePerSecond < 0 {
+		add("limits", "max_concurrent_streams and rate_per_second must not be negative (0 = unlimited)")
+	}
+	if c.Limits.RatePerSecond > 0 && c.Limits.RateBurst < 1 {
+		add("limits.rate_burst", "must be at least 1 when rate_per_second is set, got %d", c.Limits.RateBurst)
+	}
+	for i, o := range c.CORS.AllowedOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			add(fmt.Sprintf("cors.allowed_origins[%d]", i), "%q is not an origin like https://chat.example.com", o)
+		}
+	}
+	if c.Metrics.Enabled && !strings.HasPrefix(c.Metrics.Path, "/") {
+		add("metrics.path", "must start with /, got %q", c.Metrics.Path)
 	}
 
 	k := c.Knowledge
