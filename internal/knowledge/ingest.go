@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 // IngestRequest is a document to add. Only Content is required.
 type IngestRequest struct {
+	TenantID  string // whose document it becomes ("" = DefaultTenant)
 	Title     string // "" = the first heading, else the source's file name, else the first line
 	Content   string
 	Source    string // e.g. the uploaded file name; its extension helps tell the media type
@@ -29,7 +31,8 @@ const maxTitleRunes = 200
 // Ingest validates, chunks, embeds and stores a document, all or nothing:
 // when it returns an error nothing was stored. A document whose content
 // is already stored is not stored again: Ingest returns the existing one
-// with ErrDuplicate.
+// with ErrDuplicate. Duplicates are per tenant: the same content uploaded
+// by two tenants is stored twice, once for each.
 //
 // When the embeddings endpoint fails (after retries), the document is
 // still stored, for keyword search only: an upload should not be refused
@@ -63,12 +66,13 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 
 	doc := Document{
 		ID:        newDocumentID(),
+		TenantID:  cmp.Or(req.TenantID, DefaultTenant),
 		Title:     documentTitle(req.Title, text, req.Source, mediaType),
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
 		Content:   text,
 	}
-	if existing, err := s.store.DocumentByHash(ctx, ContentHash(text)); err == nil {
+	if existing, err := s.store.DocumentByHash(ctx, doc.TenantID, ContentHash(text)); err == nil {
 		return existing, ErrDuplicate
 	} else if !errors.Is(err, ErrNotFound) {
 		return Document{}, err
@@ -111,7 +115,8 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 		return stored, err
 	}
 	stored.Warning = warning
-	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("title", stored.Title),
+	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("tenant_id", stored.TenantID),
+		zap.String("title", stored.Title),
 		zap.Int("bytes", stored.Bytes), zap.Int("chunks", stored.Chunks), zap.Bool("embedded", stored.Embedded),
 		zap.Duration("elapsed", time.Since(start)))
 	return stored, nil
@@ -243,12 +248,13 @@ func firstHeading(text string) string {
 }
 
 // LoadSamples ingests every Markdown file (.md, .markdown) of fsys, in
-// lexical path order, when the knowledge base is empty; it returns how
-// many documents it added. Once embedding fails, the remaining samples are
-// stored keyword-only without trying again, so a down endpoint does not
-// slow startup once per file.
+// lexical path order, into DefaultTenant when that tenant has no
+// documents; it returns how many documents it added. Other tenants start
+// empty: the samples are for trying chatpipe out in the open mode. Once
+// embedding fails, the remaining samples are stored keyword-only without
+// trying again, so a down endpoint does not slow startup once per file.
 func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
-	_, total, err := s.store.Documents(ctx, 1, 0)
+	_, total, err := s.store.Documents(ctx, DefaultTenant, 1, 0)
 	if err != nil {
 		return 0, fmt.Errorf("knowledge: load samples: %w", err)
 	}
@@ -274,7 +280,7 @@ func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
 		if err != nil {
 			return added, fmt.Errorf("knowledge: load sample %s: %w", p, err)
 		}
-		doc, err := s.ingest(ctx, IngestRequest{Content: string(content), Source: p, MediaType: MediaMarkdown}, embed)
+		doc, err := s.ingest(ctx, IngestRequest{TenantID: DefaultTenant, Content: string(content), Source: p, MediaType: MediaMarkdown}, embed)
 		switch {
 		case errors.Is(err, ErrDuplicate):
 			continue

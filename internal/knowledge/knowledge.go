@@ -34,6 +34,11 @@ var (
 	ErrUnsupportedType = errors.New("unsupported document type")
 )
 
+// DefaultTenant is the tenant of a request made without an API key (the
+// open, local mode) and of documents stored before tenants existed. An
+// empty tenant id anywhere in this package means DefaultTenant.
+const DefaultTenant = "default"
+
 // Media types Ingest understands; parameters such as charset are ignored.
 const (
 	MediaMarkdown = "text/markdown"
@@ -45,11 +50,12 @@ const (
 // Chunks, Embedded and CreatedAt; values passed in are ignored.
 type Document struct {
 	ID          string
+	TenantID    string // whose document it is; only that tenant lists, searches and reads it
 	Title       string
 	Source      string // where it came from, e.g. an uploaded file name; may be empty
 	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML)
 	Content     string // the indexed text (for HTML, the extracted text); empty in listings
-	ContentHash string // ContentHash(Content): documents are unique by it
+	ContentHash string // ContentHash(Content): a tenant's documents are unique by it
 	Bytes       int    // len(Content)
 	Chunks      int    // number of chunks
 	Embedded    bool   // every chunk has an embedding (false: keyword search only)
@@ -86,44 +92,55 @@ type Hit struct {
 
 // Store keeps documents, their chunks and the keyword and vector indexes.
 // Every method is safe for concurrent use. IDs are chosen by the caller and
-// must not be empty. A change is visible to every later search as soon as
-// the call returns.
+// must not be empty; they are unique across tenants. A change is visible
+// to every later search as soon as the call returns.
+//
+// Documents belong to a tenant: listing, deduplication and both searches
+// see one tenant's documents only (an empty tenant id is DefaultTenant).
+// Methods taking a document id do not check its tenant: Document returns
+// the TenantID for the caller (Service) to check.
 type Store interface {
 	// AddDocument stores doc and its chunks (their DocumentID is set to
-	// doc.ID) in one transaction. When a document with the same content
-	// exists it returns that document and ErrDuplicate and stores nothing.
+	// doc.ID) in one transaction, in doc.TenantID ("" = DefaultTenant).
+	// When a document of that tenant has the same content, it returns that
+	// document and ErrDuplicate and stores nothing; another tenant's
+	// document with the same content is no duplicate.
 	AddDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
-	// Document returns a document with its content, or ErrNotFound.
+	// Document returns a document of any tenant with its content and
+	// TenantID, or ErrNotFound.
 	Document(ctx context.Context, id string) (Document, error)
-	// DocumentByHash returns the document whose ContentHash is hash, or
-	// ErrNotFound.
-	DocumentByHash(ctx context.Context, hash string) (Document, error)
-	// Documents lists documents newest first, without their content, and
-	// the total number stored.
-	Documents(ctx context.Context, limit, offset int) (docs []Document, total int, err error)
+	// DocumentByHash returns the tenant's document whose ContentHash is
+	// hash, or ErrNotFound.
+	DocumentByHash(ctx context.Context, tenantID, hash string) (Document, error)
+	// Documents lists the tenant's documents newest first, without their
+	// content, and the number the tenant has.
+	Documents(ctx context.Context, tenantID string, limit, offset int) (docs []Document, total int, err error)
 	// Chunks returns a document's chunks in order, without embeddings, or
 	// ErrNotFound when the document does not exist.
 	Chunks(ctx context.Context, documentID string) ([]Chunk, error)
 	// DeleteDocument removes a document, its chunks and their index entries,
 	// or returns ErrNotFound.
 	DeleteDocument(ctx context.Context, id string) error
-	// KeywordSearch ranks chunks by bm25 against the terms of query (see
-	// Terms); any string is a valid query. Chunks matching none of the
-	// terms are not returned.
-	KeywordSearch(ctx context.Context, query string, limit int) ([]Hit, error)
-	// VectorSearch ranks embedded chunks by cosine similarity to vector,
-	// exactly. Chunks whose embedding has another dimension, and chunks
-	// with a similarity of 0 or less, are not returned.
-	VectorSearch(ctx context.Context, vector []float32, limit int) ([]Hit, error)
-	// Version changes on every add and delete, and never repeats for one
-	// store; compare it for equality only (a response cache keys on it).
+	// KeywordSearch ranks the tenant's chunks by bm25 against the terms of
+	// query (see Terms); any string is a valid query. Chunks matching none
+	// of the terms are not returned. The limit applies to the tenant's
+	// chunks: other tenants' chunks never take a place.
+	KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error)
+	// VectorSearch ranks the tenant's embedded chunks by cosine similarity
+	// to vector, exactly. Chunks whose embedding has another dimension, and
+	// chunks with a similarity of 0 or less, are not returned. The limit
+	// applies to the tenant's chunks, as for KeywordSearch.
+	VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]Hit, error)
+	// Version changes on every add and delete, of any tenant, and never
+	// repeats for one store; compare it for equality only (a response
+	// cache keys on it).
 	Version(ctx context.Context) (int64, error)
 	// Close releases the store. Calling it again returns the first result.
 	Close() error
 }
 
-// ContentHash is the hex SHA-256 of content: the identity documents are
-// deduplicated by.
+// ContentHash is the hex SHA-256 of content: the identity a tenant's
+// documents are deduplicated by.
 func ContentHash(content string) string {
 	sum := sha256.Sum256([]byte(content))
 	return hex.EncodeToString(sum[:])

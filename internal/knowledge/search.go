@@ -36,7 +36,8 @@ const (
 	queryEmbedTimeout = 5 * time.Second
 )
 
-// Search retrieves candidates for req.Query: keyword (bm25) and, when an
+// Search retrieves candidates for req.Query from the documents of
+// req.TenantID ("" = DefaultTenant): keyword (bm25) and, when an
 // embedder is configured, vector (cosine) rankings, each over-retrieved
 // and fused by weighted reciprocal rank, score = Σ weight/(rrf_k + rank).
 // Zero request fields take the configured defaults; a negative weight
@@ -55,6 +56,7 @@ func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipel
 	if query == "" {
 		return resp, nil
 	}
+	tenant := cmp.Or(req.TenantID, DefaultTenant)
 	fetch := min(max(overRetrieve*p.topK, minFetch), 1000)
 	start := time.Now()
 
@@ -65,13 +67,13 @@ func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipel
 	)
 	if p.useVector {
 		wg.Go(func() {
-			vectorHits, embedErr, vectorErr = s.vectorSearch(ctx, query, fetch)
+			vectorHits, embedErr, vectorErr = s.vectorSearch(ctx, tenant, query, fetch)
 		})
 	}
 	var keywordHits []Hit
 	var keywordErr error
 	if p.useKeyword {
-		keywordHits, keywordErr = s.store.KeywordSearch(ctx, query, fetch)
+		keywordHits, keywordErr = s.store.KeywordSearch(ctx, tenant, query, fetch)
 	}
 	wg.Wait()
 
@@ -120,16 +122,16 @@ func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipel
 	return resp, nil
 }
 
-// vectorSearch embeds the query and searches the vector index; embedErr
-// is the embedder's failure, searchErr the store's.
-func (s *Service) vectorSearch(ctx context.Context, query string, limit int) (hits []Hit, embedErr, searchErr error) {
+// vectorSearch embeds the query and searches the tenant's vectors;
+// embedErr is the embedder's failure, searchErr the store's.
+func (s *Service) vectorSearch(ctx context.Context, tenantID, query string, limit int) (hits []Hit, embedErr, searchErr error) {
 	ectx, cancel := context.WithTimeout(ctx, queryEmbedTimeout)
 	defer cancel()
 	vecs, err := s.embedBatch(ectx, []string{query}, 0)
 	if err != nil {
 		return nil, err, nil
 	}
-	hits, err = s.store.VectorSearch(ctx, vecs[0], limit)
+	hits, err = s.store.VectorSearch(ctx, tenantID, vecs[0], limit)
 	return hits, nil, err
 }
 

@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,35 +50,64 @@ func (s *Service) config() *config.Knowledge { return s.cfg.Load() }
 // Embedding reports whether an embedder is configured (vector search on).
 func (s *Service) Embedding() bool { return s.embedder != nil }
 
-// Document returns a document with its content, or ErrNotFound.
-func (s *Service) Document(ctx context.Context, id string) (Document, error) {
-	return s.store.Document(ctx, id)
+// Document returns the tenant's document with its content, or ErrNotFound
+// (also for another tenant's document: to a tenant, a document it does not
+// own does not exist).
+func (s *Service) Document(ctx context.Context, tenantID, id string) (Document, error) {
+	doc, err := s.store.Document(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound) || (err == nil && doc.TenantID != cmp.Or(tenantID, DefaultTenant)):
+		// One message for both, whatever the store says.
+		return Document{}, fmt.Errorf("knowledge: document %s: %w", id, ErrNotFound)
+	case err != nil:
+		return Document{}, err
+	}
+	return doc, nil
 }
 
-// Documents lists documents newest first, without their content, and the
-// total number stored. limit is clamped to 1..1000 (0 means 50).
-func (s *Service) Documents(ctx context.Context, limit, offset int) ([]Document, int, error) {
+// Documents lists the tenant's documents newest first, without their
+// content, and the number the tenant has. limit is clamped to 1..1000 (0
+// means 50).
+func (s *Service) Documents(ctx context.Context, tenantID string, limit, offset int) ([]Document, int, error) {
 	switch {
 	case limit <= 0:
 		limit = 50
 	case limit > 1000:
 		limit = 1000
 	}
-	return s.store.Documents(ctx, limit, max(offset, 0))
+	return s.store.Documents(ctx, cmp.Or(tenantID, DefaultTenant), limit, max(offset, 0))
 }
 
-// Chunks returns a document's chunks in order, or ErrNotFound.
-func (s *Service) Chunks(ctx context.Context, documentID string) ([]Chunk, error) {
-	return s.store.Chunks(ctx, documentID)
+// Chunks returns the chunks of the tenant's document in order, or
+// ErrNotFound.
+func (s *Service) Chunks(ctx context.Context, tenantID, documentID string) ([]Chunk, error) {
+	if _, err := s.Document(ctx, tenantID, documentID); err != nil {
+		return nil, err
+	}
+	chunks, err := s.store.Chunks(ctx, documentID)
+	if errors.Is(err, ErrNotFound) { // deleted meanwhile
+		return nil, fmt.Errorf("knowledge: document %s: %w", documentID, ErrNotFound)
+	}
+	return chunks, err
 }
 
-// DeleteDocument removes a document and its chunks from every index at
-// once, or returns ErrNotFound.
-func (s *Service) DeleteDocument(ctx context.Context, id string) error {
-	if err := s.store.DeleteDocument(ctx, id); err != nil {
+// DeleteDocument removes the tenant's document and its chunks from every
+// index at once, or returns ErrNotFound (also for another tenant's
+// document, which is left alone).
+func (s *Service) DeleteDocument(ctx context.Context, tenantID, id string) error {
+	doc, err := s.Document(ctx, tenantID, id)
+	if err != nil {
 		return err
 	}
-	s.log.Info("document deleted", zap.String("document_id", id))
+	// Document ids are never reused, so the document checked is the one
+	// deleted.
+	if err := s.store.DeleteDocument(ctx, id); err != nil {
+		if errors.Is(err, ErrNotFound) { // deleted meanwhile
+			return fmt.Errorf("knowledge: document %s: %w", id, ErrNotFound)
+		}
+		return err
+	}
+	s.log.Info("document deleted", zap.String("document_id", id), zap.String("tenant_id", doc.TenantID))
 	return nil
 }
 

@@ -347,7 +347,7 @@ func TestIngestRejectsBadInputAndStoresNothing(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if docs, total, _ := svc.Documents(t.Context(), 10, 0); total != 0 {
+	if docs, total, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); total != 0 {
 		t.Errorf("%d documents stored after rejected uploads: %+v", total, docs)
 	}
 	if v2, _ := svc.Version(t.Context()); v2 != v {
@@ -366,7 +366,7 @@ func TestIngestDuplicateReturnsTheExistingDocument(t *testing.T) {
 	if !errors.Is(err, knowledge.ErrDuplicate) || got.ID != first.ID || got.Title != "First" {
 		t.Errorf("duplicate Ingest = %+v, %v; want the first document and ErrDuplicate", got, err)
 	}
-	if _, total, _ := svc.Documents(t.Context(), 10, 0); total != 1 {
+	if _, total, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); total != 1 {
 		t.Errorf("%d documents, want 1", total)
 	}
 }
@@ -408,21 +408,21 @@ func TestDocumentsChunksAndDelete(t *testing.T) {
 	svc := newService(t, nil, testConfig())
 	a := ingest(t, svc, knowledge.IngestRequest{Content: "# A\n\nalpha words"})
 	b := ingest(t, svc, knowledge.IngestRequest{Content: "# B\n\nbravo words"})
-	docs, total, err := svc.Documents(t.Context(), 0, 0)
+	docs, total, err := svc.Documents(t.Context(), knowledge.DefaultTenant, 0, 0)
 	if err != nil || total != 2 || len(docs) != 2 || docs[0].ID != b.ID {
 		t.Errorf("Documents = %+v (total %d), %v; want b, a", docs, total, err)
 	}
-	got, err := svc.Document(t.Context(), a.ID)
+	got, err := svc.Document(t.Context(), knowledge.DefaultTenant, a.ID)
 	if err != nil || got.Content != "# A\n\nalpha words" || got.Chunks != 1 {
 		t.Errorf("Document = %+v, %v", got, err)
 	}
-	chunks, err := svc.Chunks(t.Context(), a.ID)
+	chunks, err := svc.Chunks(t.Context(), knowledge.DefaultTenant, a.ID)
 	if err != nil || len(chunks) != 1 || chunks[0].Heading != "A" || chunks[0].Content != "alpha words" {
 		t.Errorf("Chunks = %+v, %v", chunks, err)
 	}
 
 	v, _ := svc.Version(t.Context())
-	if err := svc.DeleteDocument(t.Context(), a.ID); err != nil {
+	if err := svc.DeleteDocument(t.Context(), knowledge.DefaultTenant, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if v2, _ := svc.Version(t.Context()); v2 == v {
@@ -431,7 +431,7 @@ func TestDocumentsChunksAndDelete(t *testing.T) {
 	if got := titles(search(t, svc, pipeline.SearchRequest{Query: "alpha words"}).Hits); !slices.Equal(got, []string{"B"}) {
 		t.Errorf("after delete, search finds %q", got)
 	}
-	for _, err := range []error{svc.DeleteDocument(t.Context(), a.ID), func() error { _, err := svc.Document(t.Context(), a.ID); return err }()} {
+	for _, err := range []error{svc.DeleteDocument(t.Context(), knowledge.DefaultTenant, a.ID), func() error { _, err := svc.Document(t.Context(), knowledge.DefaultTenant, a.ID); return err }()} {
 		if !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("deleted document: %v, want ErrNotFound", err)
 		}
@@ -452,7 +452,7 @@ func TestLoadSamplesOnlyIntoAnEmptyKnowledgeBase(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("LoadSamples = %d, %v; want 3", n, err)
 	}
-	docs, _, _ := svc.Documents(t.Context(), 10, 0)
+	docs, _, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0)
 	var got []string
 	for _, d := range docs {
 		got = append(got, d.Title+":"+d.Source)
@@ -466,6 +466,25 @@ func TestLoadSamplesOnlyIntoAnEmptyKnowledgeBase(t *testing.T) {
 	bad := fstest.MapFS{"x.md": {Data: []byte("bin\x00ary")}}
 	if _, err := newService(t, nil, testConfig()).LoadSamples(t.Context(), bad); !errors.Is(err, knowledge.ErrBinary) {
 		t.Errorf("LoadSamples of a binary sample: %v, want ErrBinary", err)
+	}
+}
+
+func TestLoadSamplesFillsTheDefaultTenantOnly(t *testing.T) {
+	t.Parallel()
+	svc := newService(t, nil, testConfig())
+	fsys := fstest.MapFS{"a.md": {Data: []byte("# A\n\nalpha")}, "b.md": {Data: []byte("# B\n\nbravo")}}
+	// Another tenant's documents, even the same content, do not count.
+	ingest(t, svc, knowledge.IngestRequest{TenantID: "acme", Content: "# A\n\nalpha"})
+	if n, err := svc.LoadSamples(t.Context(), fsys); err != nil || n != 2 {
+		t.Fatalf("LoadSamples = %d, %v; want 2", n, err)
+	}
+	for tenant, want := range map[string]int{knowledge.DefaultTenant: 2, "acme": 1, "globex": 0} {
+		if _, total, err := svc.Documents(t.Context(), tenant, 10, 0); err != nil || total != want {
+			t.Errorf("%s has %d documents, %v; want %d", tenant, total, err, want)
+		}
+	}
+	if got := search(t, svc, pipeline.SearchRequest{TenantID: "globex", Query: "bravo"}).Hits; len(got) != 0 {
+		t.Errorf("another tenant's search finds the samples: %+v", got)
 	}
 }
 
@@ -512,7 +531,7 @@ func TestCanceledIngestStoresNothing(t *testing.T) {
 	if _, err := svc.Ingest(ctx, knowledge.IngestRequest{Content: "never stored"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Ingest with a canceled context: %v", err)
 	}
-	if _, total, _ := svc.Documents(t.Context(), 10, 0); total != 0 {
+	if _, total, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); total != 0 {
 		t.Errorf("%d documents stored", total)
 	}
 }

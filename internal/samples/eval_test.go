@@ -97,7 +97,7 @@ func openSampleKB(t *testing.T, embedded bool) sampleKB {
 	if err != nil {
 		t.Fatalf("LoadSamples: %v", err)
 	}
-	docs, total, err := svc.Documents(ctx, 1000, 0)
+	docs, total, err := svc.Documents(ctx, knowledge.DefaultTenant, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,11 @@ var concurrencyTests = []test{
 						return
 					default:
 					}
-					if _, err := s.KeywordSearch(ctx, "shared topic 并发", 20); err != nil {
+					if _, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, "shared topic 并发", 20); err != nil {
 						errs <- fmt.Errorf("keyword search: %w", err)
 						return
 					}
-					if _, err := s.VectorSearch(ctx, []float32{1, 1, 1}, 20); err != nil {
+					if _, err := s.VectorSearch(ctx, knowledge.DefaultTenant, []float32{1, 1, 1}, 20); err != nil {
 						errs <- fmt.Errorf("vector search: %w", err)
 						return
 					}
@@ -70,7 +70,7 @@ var concurrencyTests = []test{
 			t.Error(err)
 		}
 
-		_, total, err := s.Documents(t.Context(), 100, 0)
+		_, total, err := s.Documents(t.Context(), knowledge.DefaultTenant, 100, 0)
 		if want := writers * perWriter * 3 / 4; err != nil || total != want {
 			t.Errorf("Documents total = %d, %v; want %d", total, err, want)
 		}
@@ -113,7 +113,7 @@ var concurrencyTests = []test{
 				t.Errorf("AddDocument: %v, want nil or ErrDuplicate", err)
 			}
 		}
-		if _, total, _ := s.Documents(t.Context(), 10, 0); ok != 1 || total != 1 {
+		if _, total, _ := s.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); ok != 1 || total != 1 {
 			t.Errorf("%d adds succeeded, %d documents stored; want 1 and 1", ok, total)
 		}
 	}},

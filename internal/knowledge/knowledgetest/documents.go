@@ -21,7 +21,7 @@ var documentTests = []test{
 		added := add(t, s, doc, chunks)
 
 		want := knowledge.Document{
-			ID: "d1", Title: "Running chatpipe", Source: "d1.md", MediaType: knowledge.MediaMarkdown,
+			ID: "d1", TenantID: knowledge.DefaultTenant, Title: "Running chatpipe", Source: "d1.md", MediaType: knowledge.MediaMarkdown,
 			Content: doc.Content, ContentHash: knowledge.ContentHash(doc.Content), Bytes: len(doc.Content),
 			Chunks: 2, Embedded: true,
 		}
@@ -42,7 +42,7 @@ var documentTests = []test{
 		if !added.CreatedAt.Equal(got.CreatedAt) {
 			t.Errorf("CreatedAt: AddDocument %v, Document %v", added.CreatedAt, got.CreatedAt)
 		}
-		byHash, err := s.DocumentByHash(t.Context(), knowledge.ContentHash(doc.Content))
+		byHash, err := s.DocumentByHash(t.Context(), knowledge.DefaultTenant, knowledge.ContentHash(doc.Content))
 		if err != nil || byHash.ID != "d1" || byHash.Content != doc.Content {
 			t.Errorf("DocumentByHash = %+v, %v; want d1 with its content", byHash, err)
 		}
@@ -75,7 +75,7 @@ var documentTests = []test{
 		for i := range 5 {
 			addParagraphs(t, s, fmt.Sprintf("d%d", i), fmt.Sprintf("title %d", i), fmt.Sprintf("content %d", i))
 		}
-		all, total, err := s.Documents(t.Context(), 10, 0)
+		all, total, err := s.Documents(t.Context(), knowledge.DefaultTenant, 10, 0)
 		if err != nil {
 			t.Fatalf("Documents: %v", err)
 		}
@@ -92,18 +92,18 @@ var documentTests = []test{
 		if want := []string{"d4", "d3", "d2", "d1", "d0"}; !slices.Equal(ids, want) || total != 5 {
 			t.Errorf("Documents = %v (total %d), want %v (total 5)", ids, total, want)
 		}
-		page, total, err := s.Documents(t.Context(), 2, 1)
+		page, total, err := s.Documents(t.Context(), knowledge.DefaultTenant, 2, 1)
 		if err != nil || len(page) != 2 || page[0].ID != "d3" || page[1].ID != "d2" || total != 5 {
 			t.Errorf("Documents(2, 1) = %v (total %d), %v; want d3, d2 (total 5)", page, total, err)
 		}
-		page, _, err = s.Documents(t.Context(), 2, 10)
+		page, _, err = s.Documents(t.Context(), knowledge.DefaultTenant, 2, 10)
 		if err != nil || len(page) != 0 {
 			t.Errorf("Documents past the end = %v, %v; want none", page, err)
 		}
 	}},
 
 	{"EmptyStoreListsNothing", func(t *testing.T, s knowledge.Store) {
-		docs, total, err := s.Documents(t.Context(), 10, 0)
+		docs, total, err := s.Documents(t.Context(), knowledge.DefaultTenant, 10, 0)
 		if err != nil || len(docs) != 0 || total != 0 {
 			t.Errorf("Documents = %v (total %d), %v; want none", docs, total, err)
 		}
@@ -213,7 +213,7 @@ var documentTests = []test{
 		if _, err := s.Document(t.Context(), "nope"); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("Document: %v, want ErrNotFound", err)
 		}
-		if _, err := s.DocumentByHash(t.Context(), knowledge.ContentHash("nope")); !errors.Is(err, knowledge.ErrNotFound) {
+		if _, err := s.DocumentByHash(t.Context(), knowledge.DefaultTenant, knowledge.ContentHash("nope")); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("DocumentByHash: %v, want ErrNotFound", err)
 		}
 		if _, err := s.Chunks(t.Context(), "nope"); !errors.Is(err, knowledge.ErrNotFound) {

@@ -18,7 +18,7 @@ import (
 // store when its subtest ends.
 func Run(t *testing.T, open func(t *testing.T) knowledge.Store) {
 	t.Helper()
-	groups := [][]test{documentTests, keywordTests, vectorTests, versionTests, concurrencyTests}
+	groups := [][]test{documentTests, keywordTests, vectorTests, versionTests, concurrencyTests, tenantTests}
 	for _, tc := range slices.Concat(groups...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -73,20 +73,32 @@ func addParagraphs(t *testing.T, s knowledge.Store, id, title string, paragraphs
 	return add(t, s, doc, chunks)
 }
 
+// keyword searches the default tenant's chunks.
 func keyword(t *testing.T, s knowledge.Store, query string, limit int) []knowledge.Hit {
 	t.Helper()
-	hits, err := s.KeywordSearch(t.Context(), query, limit)
+	return keywordIn(t, s, knowledge.DefaultTenant, query, limit)
+}
+
+func keywordIn(t *testing.T, s knowledge.Store, tenantID, query string, limit int) []knowledge.Hit {
+	t.Helper()
+	hits, err := s.KeywordSearch(t.Context(), tenantID, query, limit)
 	if err != nil {
-		t.Fatalf("KeywordSearch(%q): %v", query, err)
+		t.Fatalf("KeywordSearch(%q, %q): %v", tenantID, query, err)
 	}
 	return hits
 }
 
+// vector searches the default tenant's chunks.
 func vector(t *testing.T, s knowledge.Store, v []float32, limit int) []knowledge.Hit {
 	t.Helper()
-	hits, err := s.VectorSearch(t.Context(), v, limit)
+	return vectorIn(t, s, knowledge.DefaultTenant, v, limit)
+}
+
+func vectorIn(t *testing.T, s knowledge.Store, tenantID string, v []float32, limit int) []knowledge.Hit {
+	t.Helper()
+	hits, err := s.VectorSearch(t.Context(), tenantID, v, limit)
 	if err != nil {
-		t.Fatalf("VectorSearch(%v): %v", v, err)
+		t.Fatalf("VectorSearch(%q, %v): %v", tenantID, v, err)
 	}
 	return hits
 }

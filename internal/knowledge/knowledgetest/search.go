@@ -118,7 +118,7 @@ var keywordTests = []test{
 	{"QuerySyntaxIsNeverInterpreted", func(t *testing.T, s knowledge.Store) {
 		corpus(t, s)
 		for _, q := range hostileQueries {
-			if _, err := s.KeywordSearch(t.Context(), q, 10); err != nil {
+			if _, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, q, 10); err != nil {
 				t.Errorf("KeywordSearch(%q): %v", q, err)
 			}
 		}
@@ -208,7 +208,7 @@ var versionTests = []test{
 		v := version(t, s)
 		keyword(t, s, "alpha", 10)
 		vector(t, s, []float32{1}, 10)
-		_, _, _ = s.Documents(t.Context(), 10, 0)
+		_, _, _ = s.Documents(t.Context(), knowledge.DefaultTenant, 10, 0)
 		_ = s.DeleteDocument(t.Context(), "missing")
 		doc, chunks := newDoc("d9", "T", "bravo")
 		_, _ = s.AddDocument(t.Context(), doc, chunks) // duplicate of d2

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,7 +11,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 )
 
-const documentColumns = `id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
+const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
 
 // AddDocument stores doc and its chunks, indexes them for keyword search
 // and adds their embeddings to the in-memory vector index, all or nothing.
@@ -18,6 +19,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	if err := checkNew(doc, chunks); err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
+	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
 	doc.ContentHash = knowledge.ContentHash(doc.Content)
 	doc.Bytes = len(doc.Content)
 	doc.Chunks = len(chunks)
@@ -31,7 +33,8 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
 		switch d, err := scanDocument(tx.QueryRowContext(ctx,
-			`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE content_hash = ?`, doc.ContentHash), true); {
+			`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = ? AND content_hash = ?`,
+			doc.TenantID, doc.ContentHash), true); {
 		case err == nil:
 			existing = d
 			return 0, knowledge.ErrDuplicate
@@ -40,9 +43,9 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		doc.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
-			(id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			doc.ID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
 			doc.Chunks, doc.Embedded, formatTime(now)); err != nil {
 			if isUniqueViolation(err) {
 				return 0, knowledge.ErrAlreadyExists
@@ -57,7 +60,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	}, func(version int64) {
 		for i, c := range chunks {
 			if len(c.Embedding) > 0 {
-				s.vectors.add(seqs[i], c.Embedding)
+				s.vectors.add(doc.TenantID, seqs[i], c.Embedding)
 			}
 		}
 		s.vectors.setVersion(version)
@@ -98,7 +101,7 @@ func checkNew(doc knowledge.Document, chunks []knowledge.Chunk) error {
 // their seqs, in order.
 func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunks []knowledge.Chunk) ([]int64, error) {
 	insChunk, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_chunks
-		(id, document_id, idx, heading, content, tokens, embedding) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+		(id, document_id, tenant_id, idx, heading, content, tokens, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +119,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 		if len(c.Embedding) > 0 {
 			blob = encodeVector(c.Embedding)
 		}
-		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, c.Index, c.Heading, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
+		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
 			if isUniqueViolation(err) {
 				return nil, fmt.Errorf("chunk %s: %w", c.ID, knowledge.ErrAlreadyExists)
 			}
@@ -140,18 +143,20 @@ func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, er
 	return d, nil
 }
 
-// DocumentByHash returns the document with the given content hash.
-func (s *Store) DocumentByHash(ctx context.Context, hash string) (knowledge.Document, error) {
+// DocumentByHash returns the tenant's document with the given content hash.
+func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.reader.QueryRowContext(ctx,
-		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE content_hash = ?`, hash), true)
+		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = ? AND content_hash = ?`,
+		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document with hash %s: %w", hash, err)
 	}
 	return d, nil
 }
 
-// Documents lists documents newest first, without content.
-func (s *Store) Documents(ctx context.Context, limit, offset int) ([]knowledge.Document, int, error) {
+// Documents lists the tenant's documents newest first, without content.
+func (s *Store) Documents(ctx context.Context, tenantID string, limit, offset int) ([]knowledge.Document, int, error) {
+	tenantID = cmp.Or(tenantID, knowledge.DefaultTenant)
 	if limit <= 0 {
 		return nil, 0, errors.New("knowledge: documents: limit must be positive")
 	}
@@ -161,11 +166,11 @@ func (s *Store) Documents(ctx context.Context, limit, offset int) ([]knowledge.D
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	var total int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_documents`).Scan(&total); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_documents WHERE tenant_id = ?`, tenantID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+documentColumns+` FROM knowledge_documents
-		ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, limit, max(offset, 0))
+		WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, tenantID, limit, max(offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
 	}
@@ -222,8 +227,15 @@ func (s *Store) Chunks(ctx context.Context, documentID string) ([]knowledge.Chun
 // DeleteDocument removes a document; its chunks, their keyword-index rows
 // (by trigger) and their vectors go with it.
 func (s *Store) DeleteDocument(ctx context.Context, id string) error {
+	var tenantID string
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
+		err := tx.QueryRowContext(ctx, `SELECT tenant_id FROM knowledge_documents WHERE id = ?`, id).Scan(&tenantID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, knowledge.ErrNotFound
+		} else if err != nil {
+			return 0, err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT seq FROM knowledge_chunks WHERE document_id = ? AND embedding IS NOT NULL`, id)
 		if err != nil {
 			return 0, err
@@ -240,18 +252,12 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 		if err := rows.Err(); err != nil {
 			return 0, err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE id = ?`, id)
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE id = ?`, id); err != nil {
 			return 0, err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return 0, err
-		} else if n == 0 {
-			return 0, knowledge.ErrNotFound
 		}
 		return bumpVersion(ctx, tx)
 	}, func(version int64) {
-		s.vectors.remove(seqs)
+		s.vectors.remove(tenantID, seqs)
 		s.vectors.setVersion(version)
 	})
 	if err != nil {
@@ -266,7 +272,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
 	var d knowledge.Document
 	var created string
-	dest := []any{&d.ID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &created}
+	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &created}
 	if withContent {
 		dest = append(dest, &d.Content)
 	}

@@ -98,8 +98,29 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration, now func() time.Ti
 	return nil
 }
 
+// applyMigration applies m unless it is recorded, on one connection with
+// foreign keys off: a step may rebuild a table the way SQLite documents
+// (create the new table, copy, drop the old, rename), and dropping a parent
+// with foreign keys on would delete its children. The setting cannot change
+// inside a transaction, so it is turned off before and back on after, and
+// the step commits only when PRAGMA foreign_key_check finds nothing.
 func applyMigration(ctx context.Context, db *sql.DB, m migration, now time.Time) (err error) {
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return err
+	}
+	defer func() {
+		// Even when ctx has ended: the connection goes back to the pool.
+		if _, onErr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); onErr != nil {
+			err = errors.Join(err, fmt.Errorf("turn foreign keys back on: %w", onErr))
+		}
+	}()
+
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -120,11 +141,37 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, now time.Time)
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
+	if err := checkForeignKeys(ctx, tx); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrationsTable+` (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, formatTime(now)); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// checkForeignKeys fails when a row of a knowledge table refers to a row
+// that does not exist. The history store's tables, in the same file, are
+// its own business.
+func checkForeignKeys(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return err
+		}
+		if strings.HasPrefix(table, "knowledge_") {
+			return fmt.Errorf("a row of %s (rowid %d) refers to a missing row of %s", table, rowid.Int64, parent)
+		}
+	}
+	return rows.Err()
 }
 
 // ignoreDone drops the error of rolling back a transaction that already

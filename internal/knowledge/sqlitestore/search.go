@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -12,24 +13,25 @@ import (
 // query that reads them).
 const maxLimit = 1000
 
-// KeywordSearch ranks chunks by bm25 over the title, heading and body
-// terms of each chunk. The query is never passed to FTS5 as syntax: it is
-// cut into knowledge.QueryTerms, each quoted, and the terms are ORed, so
-// a chunk matching some of them is found and bm25 ranks chunks matching
-// more (and rarer) terms higher.
-func (s *Store) KeywordSearch(ctx context.Context, query string, limit int) ([]knowledge.Hit, error) {
+// KeywordSearch ranks the tenant's chunks by bm25 over the title, heading
+// and body terms of each chunk. The query is never passed to FTS5 as
+// syntax: it is cut into knowledge.QueryTerms, each quoted, and the terms
+// are ORed, so a chunk matching some of them is found and bm25 ranks
+// chunks matching more (and rarer) terms higher.
+//
+// The tenant is kept inside the ranking query, before the limit: the
+// matches of other tenants are dropped as FTS5 yields them, so they never
+// take one of the tenant's places. Only the kept, best `limit` are then
+// read in full. (bm25's term statistics are the whole index's, as one
+// FTS5 table serves every tenant: a score, never a hit, reflects other
+// tenants' text.)
+func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]knowledge.Hit, error) {
 	expr := matchExpression(knowledge.QueryTerms(query))
 	if expr == "" || limit <= 0 {
 		return nil, nil
 	}
 	limit = min(limit, maxLimit)
-	rows, err := s.reader.QueryContext(ctx, `
-		SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, f.score
-		FROM (SELECT rowid, bm25(knowledge_fts) AS score FROM knowledge_fts
-		      WHERE knowledge_fts MATCH ? ORDER BY score LIMIT ?) AS f
-		JOIN knowledge_chunks c ON c.seq = f.rowid
-		JOIN knowledge_documents d ON d.id = c.document_id
-		ORDER BY f.score, c.seq`, expr, limit)
+	rows, err := s.reader.QueryContext(ctx, keywordSearchSQL, expr, cmp.Or(tenantID, knowledge.DefaultTenant), limit)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
@@ -50,6 +52,21 @@ func (s *Store) KeywordSearch(ctx context.Context, query string, limit int) ([]k
 	return hits, nil
 }
 
+// keywordSearchSQL ranks in the subquery: FTS5 is the outer loop (CROSS
+// JOIN keeps the planner from turning it around) and each match's tenant
+// is read from the small index knowledge_chunks_tenant_of, never from the
+// chunk row with its text and embedding; only the tenant's matches are
+// sorted by score.
+const keywordSearchSQL = `
+	SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, f.score
+	FROM (SELECT knowledge_fts.rowid AS seq, bm25(knowledge_fts) AS score
+	      FROM knowledge_fts CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
+	      WHERE knowledge_fts MATCH ?1 AND m.tenant_id = ?2
+	      ORDER BY score LIMIT ?3) AS f
+	JOIN knowledge_chunks c ON c.seq = f.seq
+	JOIN knowledge_documents d ON d.id = c.document_id
+	ORDER BY f.score, c.seq`
+
 // matchExpression ORs the terms as FTS5 strings. Terms hold letters,
 // digits and marks only, but a double quote is escaped anyway (doubled),
 // so no term can close its string and inject syntax.
@@ -69,27 +86,34 @@ func matchExpression(terms []string) string {
 	return b.String()
 }
 
-// VectorSearch ranks embedded chunks by cosine similarity to vector.
-func (s *Store) VectorSearch(ctx context.Context, vector []float32, limit int) ([]knowledge.Hit, error) {
+// VectorSearch ranks the tenant's embedded chunks by cosine similarity to
+// vector: the scan covers the tenant's vectors only.
+func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]knowledge.Hit, error) {
 	if len(vector) == 0 || limit <= 0 {
 		return nil, nil
 	}
+	tenantID = cmp.Or(tenantID, knowledge.DefaultTenant)
 	limit = min(limit, maxLimit)
 	if err := s.syncVectors(ctx); err != nil {
 		return nil, fmt.Errorf("knowledge: vector search: %w", err)
 	}
-	found := s.vectors.search(vector, limit)
+	found := s.vectors.search(tenantID, vector, limit)
 	if len(found) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(found))
-	for i, f := range found {
-		args[i] = f.seq
+	args := make([]any, 0, len(found)+1)
+	for _, f := range found {
+		args = append(args, f.seq)
 	}
+	args = append(args, tenantID)
+	// The tenant again: a seq freed by a delete since the scan may already
+	// belong to another tenant's new chunk. CROSS JOIN keeps the chunks
+	// the outer loop, read by seq; the planner would otherwise walk all
+	// of the tenant's documents.
 	rows, err := s.reader.QueryContext(ctx, `
 		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.content, c.idx
-		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
-		WHERE c.seq IN (?`+strings.Repeat(",?", len(found)-1)+`)`, args...)
+		FROM knowledge_chunks c CROSS JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE c.seq IN (?`+strings.Repeat(",?", len(found)-1)+`) AND d.tenant_id = ?`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: vector search: %w", err)
 	}

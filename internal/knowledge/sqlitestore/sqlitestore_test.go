@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -46,7 +47,7 @@ func addDoc(t *testing.T, s *Store, id, text string, vec []float32) {
 
 func vectorDocs(t *testing.T, s *Store, q []float32) []string {
 	t.Helper()
-	hits, err := s.VectorSearch(t.Context(), q, 10)
+	hits, err := s.VectorSearch(t.Context(), knowledge.DefaultTenant, q, 10)
 	if err != nil {
 		t.Fatalf("VectorSearch: %v", err)
 	}
@@ -200,8 +201,128 @@ func FuzzKeywordSearchNeverFails(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		if _, err := s.KeywordSearch(ctx, q, 5); err != nil {
+		if _, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, q, 5); err != nil {
 			t.Errorf("KeywordSearch(%q): %v", q, err)
 		}
 	})
+}
+
+// A database written before tenants existed: its documents become the
+// default tenant's, nothing of them is lost (chunks, keyword index,
+// embeddings), and other tenants may now store the same content.
+func TestMigrationGivesExistingDocumentsToTheDefaultTenant(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil || len(ms) < 2 || ms[0].version != 1 {
+		t.Fatalf("migrations = %v, %v", ms, err)
+	}
+	if err := migrate(t.Context(), old, ms[:1], time.Now); err != nil {
+		t.Fatalf("migrate to version 1: %v", err)
+	}
+	// Written the way the version-1 store wrote.
+	for _, stmt := range []string{
+		`INSERT INTO knowledge_documents (id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
+		 VALUES ('a', 'Alpha', 'a.md', 'text/markdown', 'alpha words', '` + knowledge.ContentHash("alpha words") + `', 11, 1, 1, '2025-01-01T00:00:00.000000Z'),
+		        ('b', 'Bravo', 'b.md', 'text/markdown', 'bravo words', '` + knowledge.ContentHash("bravo words") + `', 11, 1, 0, '2025-01-02T00:00:00.000000Z')`,
+		`INSERT INTO knowledge_chunks (seq, id, document_id, idx, content, tokens, embedding) VALUES
+		 (1, 'a-0', 'a', 0, 'alpha words', 3, X'0000803F00000000'), (2, 'b-0', 'b', 0, 'bravo words', 3, NULL)`,
+		`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (1, 'alpha', '', 'alpha words'), (2, 'bravo', '', 'bravo words')`,
+	} {
+		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openFile(t, path)
+	defer s.Close()
+	ids, total, err := s.Documents(t.Context(), knowledge.DefaultTenant, 10, 0)
+	if err != nil || total != 2 || len(ids) != 2 || ids[0].ID != "b" || ids[1].TenantID != knowledge.DefaultTenant {
+		t.Errorf("default tenant's documents = %+v (total %d), %v; want b, a", ids, total, err)
+	}
+	if d, err := s.Document(t.Context(), "a"); err != nil || d.Content != "alpha words" || d.TenantID != knowledge.DefaultTenant || !d.Embedded {
+		t.Errorf("Document(a) = %+v, %v", d, err)
+	}
+	if chunks, err := s.Chunks(t.Context(), "a"); err != nil || len(chunks) != 1 || chunks[0].Content != "alpha words" {
+		t.Errorf("Chunks(a) = %+v, %v", chunks, err)
+	}
+	if hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "bravo", 10); err != nil || len(hits) != 1 || hits[0].Title != "Bravo" {
+		t.Errorf("keyword search = %+v, %v", hits, err)
+	}
+	if got := vectorDocs(t, s, []float32{1, 0}); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("vector search = %v, want [a]", got)
+	}
+	var stray int
+	if err := s.reader.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM knowledge_chunks WHERE tenant_id != 'default'`).Scan(&stray); err != nil || stray != 0 {
+		t.Errorf("%d migrated chunks outside the default tenant, %v", stray, err)
+	}
+	// Deduplication is per tenant now.
+	if _, err := s.AddDocument(t.Context(), knowledge.Document{ID: "a2", TenantID: "acme", Content: "alpha words"},
+		[]knowledge.Chunk{{ID: "a2-0", Content: "alpha words"}}); err != nil {
+		t.Errorf("another tenant adding the same content: %v", err)
+	}
+	// Deleting a migrated document still takes its chunks (the foreign key
+	// survived the rebuild).
+	if err := s.DeleteDocument(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	var chunks int
+	if err := s.reader.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM knowledge_chunks WHERE document_id = 'a'`).Scan(&chunks); err != nil || chunks != 0 {
+		t.Errorf("%d chunks of the deleted document left, %v", chunks, err)
+	}
+}
+
+func TestMigrationRefusesToLeaveBrokenForeignKeys(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "k.db")+"?_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the connection the step ran on is the one checked after
+	broken := []migration{{version: 1, name: "0001_broken.sql", sql: `
+		CREATE TABLE knowledge_parent (id TEXT PRIMARY KEY);
+		CREATE TABLE knowledge_child (parent TEXT REFERENCES knowledge_parent (id));
+		INSERT INTO knowledge_child VALUES ('missing');`}}
+	if err := migrate(t.Context(), db, broken, time.Now); err == nil {
+		t.Fatal("a step leaving a dangling reference was applied")
+	}
+	var tables int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'knowledge_child'`).Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("the failed step left its table (%d), %v", tables, err)
+	}
+	var fk int
+	if err := db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys = %d after the failed step, %v; want 1", fk, err)
+	}
+}
+
+// A chunk's copy of its document's tenant (what the keyword search filters
+// on) cannot drift from the document's.
+func TestChunkTenantIsAlwaysItsDocuments(t *testing.T) {
+	s := openFile(t, MemoryPath)
+	defer s.Close()
+	if _, err := s.AddDocument(t.Context(), knowledge.Document{ID: "a", TenantID: "acme", Content: "alpha"},
+		[]knowledge.Chunk{{ID: "a-0", Content: "alpha"}}); err != nil {
+		t.Fatal(err)
+	}
+	var tenant string
+	if err := s.reader.QueryRowContext(t.Context(), `SELECT tenant_id FROM knowledge_chunks WHERE id = 'a-0'`).Scan(&tenant); err != nil || tenant != "acme" {
+		t.Errorf("chunk tenant = %q, %v; want acme", tenant, err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO knowledge_chunks (id, document_id, tenant_id, idx, content, tokens) VALUES ('a-1', 'a', 'globex', 1, 'x', 1)`,
+		`INSERT INTO knowledge_chunks (id, document_id, idx, content, tokens) VALUES ('a-1', 'a', 1, 'x', 1)`, // the column default
+		`UPDATE knowledge_chunks SET tenant_id = 'globex' WHERE id = 'a-0'`,
+		`UPDATE knowledge_documents SET tenant_id = 'globex' WHERE id = 'a'`,
+	} {
+		if _, err := s.writer.ExecContext(t.Context(), stmt); err == nil {
+			t.Errorf("%s: succeeded", stmt)
+		}
+	}
 }

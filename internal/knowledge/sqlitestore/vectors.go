@@ -10,16 +10,22 @@ import (
 )
 
 // vectorIndex is the in-memory copy of the chunk embeddings, scaled to
-// unit length so that cosine similarity is a dot product. A query scans
-// it exactly: at the sizes an embedded knowledge base has (tens of
+// unit length so that cosine similarity is a dot product, kept apart per
+// tenant so that a query scans its tenant's vectors only. A query scans
+// them exactly: at the sizes an embedded knowledge base has (tens of
 // thousands of chunks) that takes milliseconds, and it needs no
 // approximate index to build or tune.
 type vectorIndex struct {
 	mu      sync.RWMutex
-	version int64 // the store version it reflects
-	seqs    []int64
-	vecs    [][]float32
-	pos     map[int64]int // seq -> position in seqs and vecs
+	version int64                 // the store version it reflects
+	tenants map[string]*vectorSet // tenant id -> its vectors; no empty sets
+}
+
+// vectorSet is one tenant's vectors.
+type vectorSet struct {
+	seqs []int64
+	vecs [][]float32
+	pos  map[int64]int // seq -> position in seqs and vecs
 }
 
 // scored is a chunk's similarity to a query.
@@ -40,65 +46,83 @@ func (x *vectorIndex) currentVersion() int64 {
 	return x.version
 }
 
-// add stores v (copied, normalised) for seq; a zero vector is left out.
-func (x *vectorIndex) add(seq int64, v []float32) {
+// add stores v (copied, normalised) for seq of the tenant; a zero vector
+// is left out.
+func (x *vectorIndex) add(tenantID string, seq int64, v []float32) {
 	u := normalize(v)
 	if u == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.pos == nil {
-		x.pos = make(map[int64]int)
+	if x.tenants == nil {
+		x.tenants = make(map[string]*vectorSet)
 	}
-	if i, ok := x.pos[seq]; ok {
-		x.vecs[i] = u
-		return
+	set := x.tenants[tenantID]
+	if set == nil {
+		set = &vectorSet{pos: make(map[int64]int)}
+		x.tenants[tenantID] = set
 	}
-	x.pos[seq] = len(x.seqs)
-	x.seqs = append(x.seqs, seq)
-	x.vecs = append(x.vecs, u)
+	set.add(seq, u)
 }
 
-// remove drops the vectors of seqs (swap with the last).
-func (x *vectorIndex) remove(seqs []int64) {
+func (set *vectorSet) add(seq int64, u []float32) {
+	if i, ok := set.pos[seq]; ok {
+		set.vecs[i] = u
+		return
+	}
+	set.pos[seq] = len(set.seqs)
+	set.seqs = append(set.seqs, seq)
+	set.vecs = append(set.vecs, u)
+}
+
+// remove drops the tenant's vectors of seqs (swap with the last).
+func (x *vectorIndex) remove(tenantID string, seqs []int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	set := x.tenants[tenantID]
+	if set == nil {
+		return
+	}
 	for _, seq := range seqs {
-		i, ok := x.pos[seq]
+		i, ok := set.pos[seq]
 		if !ok {
 			continue
 		}
-		last := len(x.seqs) - 1
-		x.seqs[i], x.vecs[i] = x.seqs[last], x.vecs[last]
-		x.pos[x.seqs[i]] = i
-		x.seqs, x.vecs = x.seqs[:last], x.vecs[:last]
-		delete(x.pos, seq)
+		last := len(set.seqs) - 1
+		set.seqs[i], set.vecs[i] = set.seqs[last], set.vecs[last]
+		set.pos[set.seqs[i]] = i
+		set.seqs, set.vecs = set.seqs[:last], set.vecs[:last]
+		delete(set.pos, seq)
+	}
+	if len(set.seqs) == 0 {
+		delete(x.tenants, tenantID)
 	}
 }
 
 // replace swaps in a freshly loaded copy.
-func (x *vectorIndex) replace(version int64, seqs []int64, vecs [][]float32) {
-	pos := make(map[int64]int, len(seqs))
-	for i, seq := range seqs {
-		pos[seq] = i
-	}
+func (x *vectorIndex) replace(version int64, tenants map[string]*vectorSet) {
 	x.mu.Lock()
-	x.version, x.seqs, x.vecs, x.pos = version, seqs, vecs, pos
+	x.version, x.tenants = version, tenants
 	x.mu.Unlock()
 }
 
-// search returns up to limit seqs whose vectors have the same dimension
-// as q and a positive similarity to it, most similar first (ties by seq).
-func (x *vectorIndex) search(q []float32, limit int) []scored {
+// search returns up to limit seqs of the tenant whose vectors have the
+// same dimension as q and a positive similarity to it, most similar first
+// (ties by seq).
+func (x *vectorIndex) search(tenantID string, q []float32, limit int) []scored {
 	u := normalize(q)
 	if u == nil || limit <= 0 {
 		return nil
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	top := make(topK, 0, min(limit, len(x.seqs)))
-	for i, v := range x.vecs {
+	set := x.tenants[tenantID]
+	if set == nil {
+		return nil
+	}
+	top := make(topK, 0, min(limit, len(set.seqs)))
+	for i, v := range set.vecs {
 		if len(v) != len(u) {
 			continue
 		}
@@ -106,7 +130,7 @@ func (x *vectorIndex) search(q []float32, limit int) []scored {
 		if s <= 0 {
 			continue
 		}
-		top.offer(scored{x.seqs[i], s}, limit)
+		top.offer(scored{set.seqs[i], s}, limit)
 	}
 	return top.sorted()
 }
@@ -260,31 +284,39 @@ func (s *Store) reloadVectorsLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load embeddings: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, embedding FROM knowledge_chunks WHERE embedding IS NOT NULL ORDER BY seq`)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, tenant_id, embedding FROM knowledge_chunks
+		WHERE embedding IS NOT NULL ORDER BY seq`)
 	if err != nil {
 		return fmt.Errorf("load embeddings: %w", err)
 	}
 	defer rows.Close()
-	var seqs []int64
-	var vecs [][]float32
+	tenants := make(map[string]*vectorSet)
 	for rows.Next() {
 		var seq int64
+		var tenantID string
 		var blob []byte
-		if err := rows.Scan(&seq, &blob); err != nil {
+		if err := rows.Scan(&seq, &tenantID, &blob); err != nil {
 			return fmt.Errorf("load embeddings: %w", err)
 		}
 		v, err := decodeVector(blob)
 		if err != nil {
 			return fmt.Errorf("load embeddings: chunk %d: %w", seq, err)
 		}
-		if u := normalize(v); u != nil {
-			seqs, vecs = append(seqs, seq), append(vecs, u)
+		u := normalize(v)
+		if u == nil {
+			continue
 		}
+		set := tenants[tenantID]
+		if set == nil {
+			set = &vectorSet{pos: make(map[int64]int)}
+			tenants[tenantID] = set
+		}
+		set.add(seq, u)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load embeddings: %w", err)
 	}
-	s.vectors.replace(version, seqs, vecs)
+	s.vectors.replace(version, tenants)
 	return nil
 }
 
