@@ -28,6 +28,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/samples"
@@ -98,7 +99,7 @@ func TestEverySampleLoadsIntoTheKnowledgeBase(t *testing.T) {
 	}
 	titles := map[string]string{}
 	for _, d := range kb.docs {
-		chunks, err := kb.svc.Chunks(t.Context(), d.ID)
+		chunks, err := kb.svc.Chunks(t.Context(), knowledge.DefaultTenant, d.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
