@@ -1,7 +1,9 @@
 // Package stream keeps each stream's event log: the recorder appends every
 // event with its seq, and readers replay after a cursor and then tail the
-// live log. Implementations: memory (embedded default) and, for several
-// replicas, a shared store.
+// live log. Implementations: Memory (the embedded default), redisstore
+// (shared by several replicas) and Tiered, which writes to both and serves
+// the generating replica's readers from memory. streamtest is the suite
+// every implementation passes.
 package stream
 
 import (
@@ -27,6 +29,10 @@ var (
 	ErrExpired = errors.New("stream replay window expired")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("stream store closed")
+	// ErrUnavailable: a shared store cannot be reached right now, so it
+	// cannot tell whether or where the stream continues; the reader may
+	// retry later or resync from the saved message.
+	ErrUnavailable = errors.New("stream store unavailable")
 )
 
 // Store is a set of append-only event logs, one per stream.
