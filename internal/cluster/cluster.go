@@ -41,9 +41,10 @@ type Coordinator struct {
 	opts Options
 	log  *zap.Logger
 
-	mu     sync.Mutex
-	local  map[string]*Lease // generations this replica runs
-	closed bool
+	mu        sync.Mutex
+	local     map[string]*Lease // generations this replica runs
+	closed    bool
+	downUntil time.Time // after a failed acquire, skip Redis for a moment
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -54,14 +55,21 @@ type Coordinator struct {
 type Lease struct {
 	c        *Coordinator
 	streamID string
-	onStop   func()
+	onStop   func(lost bool)
 	once     sync.Once
 	done     chan struct{}
 	stopOnce sync.Once
 }
 
-// ErrClosed is returned after Close.
-var ErrClosed = errors.New("cluster coordinator closed")
+// Errors of Acquire.
+var (
+	ErrClosed      = errors.New("cluster coordinator closed")
+	ErrUnavailable = errors.New("cluster: Redis unavailable")
+)
+
+// downFor is how long Acquire skips Redis after failing to reach it, so
+// that new answers are not each delayed by a timeout while Redis is away.
+const downFor = 2 * time.Second
 
 // New starts a coordinator: its stop subscription and its reaper.
 func New(opts Options) *Coordinator {
@@ -88,14 +96,20 @@ func (c *Coordinator) stopChannel() string       { return c.opts.Prefix + "stop"
 func (c *Coordinator) ReplicaID() string { return c.opts.ReplicaID }
 
 // Acquire registers a generation this replica runs; onStop is called
-// (once) when any replica asks to stop it. The lease is renewed until
-// Release. An error means Redis is unreachable: the generation should go
-// on without cross-replica stop and liveness.
-func (c *Coordinator) Acquire(ctx context.Context, streamID string, onStop func()) (*Lease, error) {
+// (once) when any replica asks to stop it, or with lost=true when another
+// replica declared it lost (its lease expired) and already ended its
+// stream. The lease is renewed until Release. An error means Redis is
+// unreachable: the generation should go on without cross-replica stop and
+// liveness.
+func (c *Coordinator) Acquire(ctx context.Context, streamID string, onStop func(lost bool)) (*Lease, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if time.Now().Before(c.downUntil) {
+		c.mu.Unlock()
+		return nil, ErrUnavailable
 	}
 	c.mu.Unlock()
 	ttl := c.opts.LeaseTTL
@@ -105,7 +119,10 @@ func (c *Coordinator) Acquire(ctx context.Context, streamID string, onStop func(
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: acquire lease of %s: %w", streamID, err)
+		c.mu.Lock()
+		c.downUntil = time.Now().Add(downFor)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: acquire lease of %s: %v", ErrUnavailable, streamID, err)
 	}
 	l := &Lease{c: c, streamID: streamID, onStop: onStop, done: make(chan struct{})}
 	c.mu.Lock()
@@ -153,15 +170,15 @@ func (l *Lease) renew() {
 			// Another replica declared this generation lost and ended its
 			// stream; going on would only bill tokens nobody can see.
 			c.log.Warn("generation lease lost; stopping", zap.String("stream_id", l.streamID))
-			l.fireStop()
+			l.fireStop(true)
 			return
 		case res == 2:
-			l.fireStop()
+			l.fireStop(false)
 		}
 	}
 }
 
-func (l *Lease) fireStop() { l.stopOnce.Do(l.onStop) }
+func (l *Lease) fireStop(lost bool) { l.stopOnce.Do(func() { l.onStop(lost) }) }
 
 // Release ends the lease of a finished generation.
 func (l *Lease) Release() {
@@ -196,7 +213,7 @@ func (c *Coordinator) RequestStop(ctx context.Context, streamID string) (bool, e
 	l, ok := c.local[streamID]
 	c.mu.Unlock()
 	if ok {
-		l.fireStop()
+		l.fireStop(false)
 		return true, nil
 	}
 	n, err := c.opts.Client.Exists(ctx, c.leaseKey(streamID)).Result()
@@ -237,7 +254,7 @@ func (c *Coordinator) listen() {
 			l, found := c.local[msg.Payload]
 			c.mu.Unlock()
 			if found {
-				l.fireStop()
+				l.fireStop(false)
 			}
 		}
 	}

@@ -65,7 +65,7 @@ func TestStopRequestOnAnotherReplicaReachesTheGenerator(t *testing.T) {
 	a := newCoordinator(t, c, p, 3*time.Second, nil)
 	b := newCoordinator(t, c, p, 3*time.Second, nil)
 	stopped := make(chan struct{})
-	lease, err := a.Acquire(t.Context(), "s1", func() { close(stopped) })
+	lease, err := a.Acquire(t.Context(), "s1", func(bool) { close(stopped) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestAStopPubSubMissedIsFoundAtTheNextRenewal(t *testing.T) {
 	p := prefix(t, c)
 	a := newCoordinator(t, c, p, 900*time.Millisecond, nil)
 	stopped := make(chan struct{})
-	lease, err := a.Acquire(t.Context(), "s1", func() { close(stopped) })
+	lease, err := a.Acquire(t.Context(), "s1", func(bool) { close(stopped) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestReleasedGenerationIsNoLongerLive(t *testing.T) {
 	c := redisClient(t)
 	p := prefix(t, c)
 	a := newCoordinator(t, c, p, time.Second, nil)
-	lease, _ := a.Acquire(t.Context(), "s1", func() {})
+	lease, _ := a.Acquire(t.Context(), "s1", func(bool) {})
 	lease.Release()
 	lease.Release() // idempotent
 	if found, err := a.RequestStop(t.Context(), "s1"); found || err != nil {
@@ -125,7 +125,7 @@ func TestALostGeneratorIsEndedByExactlyOneReplica(t *testing.T) {
 		lost <- struct{}{}
 	}
 	dying := New(Options{Client: c, Prefix: p, LeaseTTL: ttl})
-	if _, err := dying.Acquire(t.Context(), "s1", func() {}); err != nil {
+	if _, err := dying.Acquire(t.Context(), "s1", func(bool) {}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -158,7 +158,11 @@ func TestAGeneratorWhoseLeaseWasTakenStops(t *testing.T) {
 	p := prefix(t, c)
 	a := newCoordinator(t, c, p, 600*time.Millisecond, nil)
 	stopped := make(chan struct{})
-	lease, _ := a.Acquire(t.Context(), "s1", func() { close(stopped) })
+	lease, _ := a.Acquire(t.Context(), "s1", func(lost bool) {
+		if lost {
+			close(stopped)
+		}
+	})
 	defer lease.Release()
 	c.Del(t.Context(), p+"lease:s1")
 	wait(t, stopped, "the generator to stop", 2*time.Second)
