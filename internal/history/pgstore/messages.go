@@ -1,0 +1,243 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+)
+
+const messageColumns = `id, session_id, role, content, thinking, references_json, status, usage_json, error, created_at, updated_at`
+
+// startTurn is StartTurn in one statement, so one round trip and atomic
+// without an explicit transaction. The UPDATE takes the session's row
+// lock, so concurrent turns of one session queue there and draw their seq
+// in commit order; no session row, no messages. A session's updated_at
+// never moves backwards, even when another replica with a clock ahead of
+// ours touched it last. ORDER BY makes the user's message draw the lower
+// seq.
+const startTurn = `WITH touched AS (
+		UPDATE sessions SET updated_at = greatest($3::timestamptz, updated_at + interval '1 microsecond')
+		WHERE id = $1
+		RETURNING id
+	)
+	INSERT INTO messages (` + messageColumns + `)
+	SELECT m.id, touched.id, m.role, m.content, m.thinking, m.refs, m.status, m.usage, m.error, $3, $3
+	FROM touched, (VALUES
+		(1, $2::text, 'user', $4::text, $5::text, $6::jsonb, 'completed', $7::jsonb, $8::text),
+		(2, $9::text, 'assistant', '', '', NULL, 'streaming', NULL, '')
+	) AS m (ord, id, role, content, thinking, refs, status, usage, error)
+	ORDER BY m.ord`
+
+// StartTurn implements history.Store.
+func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Message, assistantID string) (history.Message, history.Message, error) {
+	if user.ID == "" || assistantID == "" {
+		return history.Message{}, history.Message{}, errors.New("pgstore: start turn: empty message id")
+	}
+	user.SessionID, user.Role, user.Status = sessionID, history.RoleUser, history.StatusCompleted
+	user.Content, user.Thinking, user.Error = cleanText(user.Content), cleanText(user.Thinking), cleanText(user.Error)
+	user.References = cleanReferences(user.References)
+	asst := history.Message{ID: assistantID, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
+
+	refs, usage, err := encodeJSON(user.References, user.Usage)
+	if err != nil {
+		return history.Message{}, history.Message{}, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
+	}
+	now := s.clock.now()
+	user.CreatedAt, user.UpdatedAt = now, now
+	asst.CreatedAt, asst.UpdatedAt = now, now
+	tag, err := s.pool.Exec(ctx, startTurn, sessionID, user.ID, now, user.Content, user.Thinking, refs, usage, user.Error, assistantID)
+	switch {
+	case isUniqueViolation(err):
+		err = history.ErrAlreadyExists
+	case err == nil && tag.RowsAffected() == 0:
+		err = history.ErrNotFound
+	}
+	if err != nil {
+		return history.Message{}, history.Message{}, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
+	}
+	return user, asst, nil
+}
+
+// FinishMessage implements history.Store. The status guard in the UPDATE
+// makes finishing exactly-once, across replicas too: of concurrent
+// updates the row lock lets one through, and the others re-check the
+// guard on the row it wrote.
+func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) error {
+	switch f.Status {
+	case history.StatusCompleted, history.StatusStopped, history.StatusFailed:
+	default:
+		return fmt.Errorf("pgstore: finish message %q: invalid final status %q", id, f.Status)
+	}
+	refs, usage, err := encodeJSON(cleanReferences(f.References), f.Usage)
+	if err != nil {
+		return fmt.Errorf("pgstore: finish message %q: %w", id, err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE messages
+		SET status = $2, content = $3, thinking = $4, references_json = $5, usage_json = $6, error = $7,
+		    updated_at = greatest($8, updated_at)
+		WHERE id = $1 AND status = 'streaming'`,
+		id, f.Status, cleanText(f.Content), cleanText(f.Thinking), refs, usage, cleanText(f.Error), s.clock.now())
+	if err == nil && tag.RowsAffected() == 0 {
+		// Nothing changed either way; this read only names the reason.
+		var exists bool
+		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, id).Scan(&exists)
+		switch {
+		case err == nil && exists:
+			err = history.ErrAlreadyFinished
+		case err == nil:
+			err = history.ErrNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: finish message %q: %w", id, err)
+	}
+	return nil
+}
+
+// GetMessage implements history.Store.
+func (s *Store) GetMessage(ctx context.Context, id string) (history.Message, error) {
+	m, err := scanMessage(s.pool.QueryRow(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = history.ErrNotFound
+	}
+	if err != nil {
+		return history.Message{}, fmt.Errorf("pgstore: get message %q: %w", id, err)
+	}
+	return m, nil
+}
+
+// ListMessages implements history.Store.
+func (s *Store) ListMessages(ctx context.Context, sessionID string) ([]history.Message, error) {
+	msgs, err := s.queryMessages(ctx, sessionID, `SELECT `+messageColumns+` FROM messages
+		WHERE session_id = $1 ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list messages of session %q: %w", sessionID, err)
+	}
+	return msgs, nil
+}
+
+// RecentMessages implements history.Store.
+func (s *Store) RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]history.Message, error) {
+	msgs, err := s.recentMessages(ctx, sessionID, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: recent messages of session %q: %w", sessionID, err)
+	}
+	return msgs, nil
+}
+
+func (s *Store) recentMessages(ctx context.Context, sessionID, before string, limit int) ([]history.Message, error) {
+	var beforeSeq *int64
+	if before != "" {
+		err := s.pool.QueryRow(ctx, `SELECT seq FROM messages WHERE id = $1 AND session_id = $2`,
+			before, sessionID).Scan(&beforeSeq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("message %q: %w", before, history.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The inner query picks the newest eligible messages, the outer one
+	// puts them oldest first.
+	return s.queryMessages(ctx, sessionID, `SELECT `+messageColumns+` FROM (
+			SELECT * FROM messages
+			WHERE session_id = $1
+			  AND ($2::bigint IS NULL OR seq < $2)
+			  AND NOT (role = 'assistant' AND (status = 'streaming' OR (status = 'failed' AND content = '')))
+			ORDER BY seq DESC LIMIT $3
+		) AS recent ORDER BY seq`, sessionID, beforeSeq, limitArg(limit))
+}
+
+// queryMessages runs a query for messages of one session; when it finds
+// none it tells an empty session from an unknown one.
+func (s *Store) queryMessages(ctx context.Context, sessionID, query string, args ...any) ([]history.Message, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (history.Message, error) { return scanMessage(row) })
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`,
+			sessionID).Scan(&exists); err != nil {
+			return nil, err
+		}
+		if !exists {
+			return nil, history.ErrNotFound
+		}
+	}
+	return out, nil
+}
+
+// FailAbandoned implements history.Store. It fails the streaming messages
+// of every replica sharing the database, not only this process's.
+func (s *Store) FailAbandoned(ctx context.Context, reason string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE messages SET status = 'failed', error = $1, updated_at = greatest($2, updated_at)
+		WHERE status = 'streaming'`, cleanText(reason), s.clock.now())
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: fail abandoned messages: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func scanMessage(row pgx.Row) (history.Message, error) {
+	var (
+		m           history.Message
+		refs, usage []byte
+	)
+	if err := row.Scan(&m.ID, &m.SessionID, &m.Role, &m.Content, &m.Thinking, &refs, &m.Status, &usage, &m.Error,
+		&m.CreatedAt, &m.UpdatedAt); err != nil {
+		return history.Message{}, err
+	}
+	if refs != nil {
+		if err := json.Unmarshal(refs, &m.References); err != nil {
+			return history.Message{}, fmt.Errorf("message %q: stored references: %w", m.ID, err)
+		}
+		m.References = nilIfEmpty(m.References)
+	}
+	if usage != nil {
+		m.Usage = new(eventbus.Usage)
+		if err := json.Unmarshal(usage, m.Usage); err != nil {
+			return history.Message{}, fmt.Errorf("message %q: stored usage: %w", m.ID, err)
+		}
+	}
+	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	return m, nil
+}
+
+// encodeJSON encodes references and usage for their jsonb columns: no
+// references and no usage are NULL, so references read back as nil
+// whether they were nil or empty.
+func encodeJSON(refs []eventbus.Reference, u *eventbus.Usage) (refsJSON, usageJSON *string, err error) {
+	if len(refs) > 0 {
+		b, err := json.Marshal(refs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode references: %w", err)
+		}
+		refsJSON = new(string(b))
+	}
+	if u != nil {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode usage: %w", err)
+		}
+		usageJSON = new(string(b))
+	}
+	return refsJSON, usageJSON, nil
+}
+
+func nilIfEmpty(refs []eventbus.Reference) []eventbus.Reference {
+	if len(refs) == 0 {
+		return nil
+	}
+	return refs
+}

@@ -1,0 +1,95 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatpipe/chatpipe/internal/history"
+)
+
+const sessionColumns = `id, tenant_id, title, mode, created_at, updated_at`
+
+// CreateSession implements history.Store.
+func (s *Store) CreateSession(ctx context.Context, sess history.Session) (history.Session, error) {
+	if sess.ID == "" {
+		return history.Session{}, errors.New("pgstore: create session: empty id")
+	}
+	if sess.TenantID == "" {
+		sess.TenantID = history.DefaultTenant
+	}
+	now := s.clock.now()
+	sess.CreatedAt, sess.UpdatedAt = now, now
+	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES ($1, $2, $3, $4, $5, $5)`,
+		sess.ID, sess.TenantID, cleanText(sess.Title), cleanText(sess.Mode), now)
+	if isUniqueViolation(err) {
+		err = history.ErrAlreadyExists
+	}
+	if err != nil {
+		return history.Session{}, fmt.Errorf("pgstore: create session %q: %w", sess.ID, err)
+	}
+	sess.Title, sess.Mode = cleanText(sess.Title), cleanText(sess.Mode)
+	return sess, nil
+}
+
+// GetSession implements history.Store.
+func (s *Store) GetSession(ctx context.Context, id string) (history.Session, error) {
+	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = history.ErrNotFound
+	}
+	if err != nil {
+		return history.Session{}, fmt.Errorf("pgstore: get session %q: %w", id, err)
+	}
+	return sess, nil
+}
+
+// ListSessions implements history.Store.
+func (s *Store) ListSessions(ctx context.Context, tenantID string, limit, offset int) ([]history.Session, error) {
+	if tenantID == "" {
+		tenantID = history.DefaultTenant
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE tenant_id = $1
+		ORDER BY updated_at DESC, id DESC LIMIT $2 OFFSET $3`, tenantID, limitArg(limit), max(offset, 0))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list sessions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (history.Session, error) { return scanSession(row) })
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSession implements history.Store. Its messages go with it by
+// ON DELETE CASCADE.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = history.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: delete session %q: %w", id, err)
+	}
+	return nil
+}
+
+func scanSession(row pgx.Row) (history.Session, error) {
+	var sess history.Session
+	if err := row.Scan(&sess.ID, &sess.TenantID, &sess.Title, &sess.Mode, &sess.CreatedAt, &sess.UpdatedAt); err != nil {
+		return history.Session{}, err
+	}
+	sess.CreatedAt, sess.UpdatedAt = sess.CreatedAt.UTC(), sess.UpdatedAt.UTC()
+	return sess, nil
+}
+
+// limitArg turns "no limit" (limit <= 0) into NULL, which LIMIT reads as
+// ALL.
+func limitArg(limit int) *int {
+	if limit <= 0 {
+		return nil
+	}
+	return &limit
+}

@@ -1,0 +1,78 @@
+package pgstore
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+)
+
+// Keyword terms are knowledge's (lower-cased words, CJK bigrams), the
+// same as the SQLite store indexes, with one more step the SQLite store
+// gets from its FTS5 tokenizer (unicode61 remove_diacritics 2): the
+// diacritics of Latin letters are removed, so "unicode" finds "ünïcödé".
+// Other scripts keep their marks, as FTS5 does (a Devanagari vowel sign is
+// no accent). Index and query go through foldDiacritics alike.
+
+// indexText is what the terms column is parsed from for text.
+func indexText(text string) string { return foldDiacritics(knowledge.IndexText(text)) }
+
+// queryExpression is a to_tsquery expression ORing the query's terms, or
+// "" when it has none. Each term is quoted, so nothing in it is operator
+// syntax; to_tsquery parses the quoted text as to_tsvector parsed the
+// index, so a term the parser splits becomes a phrase of its parts and
+// still matches.
+func queryExpression(query string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, t := range knowledge.QueryTerms(query) {
+		t = foldDiacritics(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		if b.Len() > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteByte('\'')
+		b.WriteString(quoteEscaper.Replace(t))
+		b.WriteByte('\'')
+	}
+	return b.String()
+}
+
+// quoteEscaper escapes a term for a quoted to_tsquery operand.
+var quoteEscaper = strings.NewReplacer(`'`, `''`, `\`, `\\`)
+
+// foldDiacritics removes the combining marks that follow a Latin letter
+// once s is decomposed, and recomposes the rest.
+func foldDiacritics(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	var base rune
+	for _, r := range norm.NFD.String(s) {
+		if unicode.Is(unicode.Mn, r) && unicode.Is(unicode.Latin, base) {
+			continue
+		}
+		if !unicode.IsMark(r) {
+			base = r
+		}
+		b.WriteRune(r)
+	}
+	return norm.NFC.String(b.String())
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
