@@ -92,7 +92,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if a.history, err = openHistory(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if n, err := a.history.FailAbandoned(ctx, "The server stopped before this answer was finished."); err != nil {
+	if n, err := a.history.FailAbandoned(ctx, abandonedReason, a.abandonedBefore(cfg)); err != nil {
 		_ = a.history.Close()
 		return nil, fmt.Errorf("history: mark abandoned answers: %w", err)
 	} else if n > 0 {
@@ -129,6 +129,20 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	return a, nil
+}
+
+const abandonedReason = "The server stopped before this answer was finished."
+
+// abandonedBefore is the creation time before which a message still
+// streaming can no longer be live. One server: anything from before this
+// start. Replicas sharing a database: only what is older than the longest
+// generation could run, so a starting replica never fails the answers
+// another replica is generating.
+func (a *App) abandonedBefore(cfg *config.Config) time.Time {
+	if cfg.StreamStore == "redis" {
+		return time.Now().Add(-cfg.Stream.MaxDuration - time.Minute)
+	}
+	return time.Now()
 }
 
 // NewLogger builds the zap logger described by cfg, with a level that a
@@ -328,11 +342,16 @@ func (a *App) Logger() *zap.Logger { return a.log }
 // Serve listens on the configured address and serves until ctx ends, then
 // shuts down gracefully (see Shutdown).
 func (a *App) Serve(ctx context.Context) error {
-	cfg := a.cfg.Load()
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	ln, err := net.Listen("tcp", a.cfg.Load().Server.Addr)
 	if err != nil {
 		return fmt.Errorf("server.addr: %w", err)
 	}
+	return a.ServeListener(ctx, ln)
+}
+
+// ServeListener is Serve on a listener the caller opened (tests use port 0).
+func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
+	cfg := a.cfg.Load()
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,

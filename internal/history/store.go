@@ -123,10 +123,12 @@ type Store interface {
 	// messages; limit <= 0 means no limit. It fails with ErrNotFound for an
 	// unknown session or a `before` that is not a message of the session.
 	RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]Message, error)
-	// FailAbandoned marks every message still streaming as failed with the
-	// given reason as its Error (used at start after a crash) and reports
-	// how many. Their content is kept.
-	FailAbandoned(ctx context.Context, reason string) (int, error)
+	// FailAbandoned marks as failed, with the given reason, every message
+	// still streaming that was created before olderThan, and reports how
+	// many. A single server passes its start time (whatever streams was
+	// cut off by a crash); replicas sharing a database pass an age no live
+	// generation can reach, so they never fail each other's answers.
+	FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error)
 
 	Ping(ctx context.Context) error
 	Close() error

@@ -161,7 +161,7 @@ var sessionTests = []test{
 		wantMessage(t, "kept user message", msgs[0], ku)
 		wantMessage(t, "kept assistant message", msgs[1], ka)
 		// The deleted session's streaming answer is gone, not abandoned.
-		if n, err := s.FailAbandoned(t.Context(), "restart"); err != nil || n != 1 {
+		if n, err := s.FailAbandoned(t.Context(), "restart", time.Now().Add(time.Hour)); err != nil || n != 1 {
 			t.Errorf("FailAbandoned = %d, %v; want 1 (only a3)", n, err)
 		}
 	}},

@@ -36,7 +36,7 @@ var turnTests = []test{
 			_, err := s.GetMessage(t.Context(), id)
 			wantErr(t, "GetMessage("+id+")", err, history.ErrNotFound)
 		}
-		if n, err := s.FailAbandoned(t.Context(), "x"); err != nil || n != 0 {
+		if n, err := s.FailAbandoned(t.Context(), "x", time.Now().Add(time.Hour)); err != nil || n != 0 {
 			t.Errorf("FailAbandoned = %d, %v; want 0", n, err)
 		}
 	}},
@@ -141,7 +141,8 @@ var turnTests = []test{
 		_, a2 := startTurn(t, s, "s1", "u2", "a2")
 		_, a3 := startTurn(t, s, "s2", "u3", "a3")
 
-		n, err := s.FailAbandoned(t.Context(), "The server restarted while answering.")
+		cutoff := time.Now().Add(time.Second)
+		n, err := s.FailAbandoned(t.Context(), "The server restarted while answering.", cutoff)
 		if err != nil || n != 2 {
 			t.Fatalf("FailAbandoned = %d, %v; want 2", n, err)
 		}
@@ -156,15 +157,25 @@ var turnTests = []test{
 		}
 		wantMessage(t, "finished a1", getMessage(t, s, "a1"), done)
 
-		if n, err := s.FailAbandoned(t.Context(), "again"); err != nil || n != 0 {
+		if n, err := s.FailAbandoned(t.Context(), "again", cutoff); err != nil || n != 0 {
 			t.Errorf("second FailAbandoned = %d, %v; want 0", n, err)
 		}
 		err = s.FinishMessage(t.Context(), "a2", history.Final{Status: history.StatusCompleted, Content: "late"})
 		wantErr(t, "FinishMessage after FailAbandoned", err, history.ErrAlreadyFinished)
 	}},
 	{"FailAbandonedOnEmptyStoreReportsZero", func(t *testing.T, s history.Store) {
-		if n, err := s.FailAbandoned(t.Context(), "restart"); err != nil || n != 0 {
+		if n, err := s.FailAbandoned(t.Context(), "restart", time.Now().Add(time.Hour)); err != nil || n != 0 {
 			t.Errorf("FailAbandoned = %d, %v; want 0", n, err)
+		}
+	}},
+	{"FailAbandonedLeavesYoungerStreamingMessages", func(t *testing.T, s history.Store) {
+		createSession(t, s, "s1")
+		startTurn(t, s, "s1", "u1", "a1")
+		if n, err := s.FailAbandoned(t.Context(), "restart", time.Now().Add(-time.Hour)); err != nil || n != 0 {
+			t.Errorf("FailAbandoned(an hour ago) = %d, %v; want 0", n, err)
+		}
+		if got := getMessage(t, s, "a1"); got.Status != history.StatusStreaming {
+			t.Errorf("a live answer was failed: %+v", got)
 		}
 	}},
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -178,11 +179,11 @@ func (s *Store) queryMessages(ctx context.Context, sessionID, query string, args
 	return out, nil
 }
 
-// FailAbandoned implements history.Store. It fails the streaming messages
-// of every replica sharing the database, not only this process's.
-func (s *Store) FailAbandoned(ctx context.Context, reason string) (int, error) {
+// FailAbandoned implements history.Store. It sees the streaming messages
+// of every replica sharing the database, hence olderThan.
+func (s *Store) FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE messages SET status = 'failed', error = $1, updated_at = greatest($2, updated_at)
-		WHERE status = 'streaming'`, cleanText(reason), s.clock.now())
+		WHERE status = 'streaming' AND created_at < $3`, cleanText(reason), s.clock.now(), olderThan)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: fail abandoned messages: %w", err)
 	}

@@ -194,11 +194,11 @@ func (s *Store) collectMessages(ctx context.Context, query string, args ...any) 
 }
 
 // FailAbandoned implements history.Store.
-func (s *Store) FailAbandoned(ctx context.Context, reason string) (int, error) {
+func (s *Store) FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		res, err := s.exec(ctx, tx, `UPDATE messages SET status = 'failed', error = ?, updated_at = ?
-			WHERE status = 'streaming'`, reason, formatTime(now))
+			WHERE status = 'streaming' AND created_at < ?`, reason, formatTime(now), formatTime(olderThan))
 		if err != nil {
 			return err
 		}
