@@ -37,6 +37,23 @@ const DefaultRewritePrompt = "Rewrite the latest question of the conversation be
 const DefaultFallbackText = "I could not find anything about this in the knowledge base. " +
 	"Try asking with other words, or add a document that covers it."
 
+// DefaultRefusal is sensitive_filter's answer to a question a refuse list
+// matches, used when config.yaml sets none.
+const DefaultRefusal = "Sorry, I can't help with that question."
+
+// DefaultStopMessage is the message of the content_filtered error with
+// which sensitive_filter ends an answer a stop list matches.
+const DefaultStopMessage = "The answer was stopped because it contained content that is not allowed."
+
+// DefaultAgentPrompt is agent_loop's system prompt used when config.yaml
+// sets none.
+const DefaultAgentPrompt = "You are a helpful assistant that can use tools. " +
+	"Search the knowledge base with knowledge_search before answering questions it may cover, " +
+	"and search again with other words when the passages do not answer. " +
+	"Cite the passages you use by their number in square brackets, like [1] or [1][3]; cite only numbers you were given. " +
+	"When nothing relevant is found, say so; you may then answer from general knowledge, without citations. " +
+	"Answer in the language of the question."
+
 // builtinDefaults is the configuration chatpipe runs on with no config.yaml,
 // written as the YAML would be. It is rebuilt on every call so that no two
 // snapshots share a slice or map. config.yaml at the repository root must
@@ -130,8 +147,9 @@ func builtinDefaults() map[string]any {
 		},
 		"default_mode": "rag",
 		"pipelines": map[string]any{
-			"rag":  []any{"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
-			"chat": []any{"load_history", "chat_completion_stream"},
+			"rag":   []any{"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
+			"chat":  []any{"load_history", "chat_completion_stream"},
+			"agent": []any{"load_history", "agent_loop"},
 		},
 		"plugins": map[string]any{
 			"load_history": map[string]any{
@@ -172,6 +190,30 @@ func builtinDefaults() map[string]any {
 				"think_tags":    true,
 				"system_prompt": DefaultSystemPrompt,
 				"rag_prompt":    DefaultRAGPrompt,
+			},
+			"sensitive_filter": map[string]any{
+				"lists":        []any{},
+				"refusal":      DefaultRefusal,
+				"stop_message": DefaultStopMessage,
+				"max_hold":     64,
+			},
+			"response_cache": map[string]any{
+				"ttl":             "1h",
+				"max_entry_bytes": 256 << 10,
+				"max_bytes":       64 << 20,
+				"follow_ups":      false,
+			},
+			"agent_loop": map[string]any{
+				"model":            "default",
+				"think_tags":       true,
+				"system_prompt":    DefaultAgentPrompt,
+				"max_cycles":       6,
+				"force_tool":       "",
+				"tool_timeout":     "30s",
+				"approval_timeout": "5m",
+				"max_result_chars": 20000,
+				"text_tool_calls":  true,
+				"tools":            []any{"knowledge_search", "fetch_document"},
 			},
 		},
 	}

@@ -52,7 +52,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"no pipelines", func(c *Config) { c.Pipelines = nil }, "pipelines", "at least one"},
 		{"empty pipeline", func(c *Config) { c.Pipelines["chat"] = []any{} }, "pipelines.chat", "at least one plugin"},
 		{"bad pipeline entry", func(c *Config) { c.Pipelines["chat"] = []any{"load_history", 7} }, "pipelines.chat[1]", entryShape},
-		{"default mode missing", func(c *Config) { c.DefaultMode = "agent" }, "default_mode", `"agent" has no pipeline (pipelines: chat, rag)`},
+		{"default mode missing", func(c *Config) { c.DefaultMode = "research" }, "default_mode", `"research" has no pipeline (pipelines: agent, chat, rag)`},
 		{"default mode empty", func(c *Config) { c.DefaultMode = "" }, "default_mode", ""},
 	}
 	for _, tc := range cases {
@@ -185,11 +185,11 @@ func TestChainRejectsBadEntries(t *testing.T) {
 
 func TestChainUnknownMode(t *testing.T) {
 	t.Parallel()
-	_, err := Default().Chain("agent")
+	_, err := Default().Chain("research")
 	if !errors.Is(err, ErrUnknownMode) {
 		t.Fatalf("error %v is not ErrUnknownMode", err)
 	}
-	if want := "pipelines.agent: no such chat mode (modes: chat, rag)"; err.Error() != want {
+	if want := "pipelines.research: no such chat mode (modes: agent, chat, rag)"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}
 }

@@ -32,12 +32,24 @@ const (
 	TypeResyncRequired Type = "resync_required"
 )
 
+// Approvals of tool calls (tools marked require_approval in agent mode).
+const (
+	// TypeToolCallApprovalRequest asks the user to allow or deny a tool
+	// call before it runs.
+	TypeToolCallApprovalRequest Type = "tool_call.approval_request"
+	// TypeToolCallApprovalDecision says how an approval request was
+	// decided: allowed or denied by the user, or denied by a timeout or a
+	// stop.
+	TypeToolCallApprovalDecision Type = "tool_call.approval_decision"
+)
+
 // AllTypes lists the built-in types, in wire-contract order.
 var AllTypes = []Type{
 	TypeStreamStarted, TypeStage, TypeQueryRewritten, TypeReferences,
 	TypeThinkingStart, TypeThinkingDelta, TypeThinkingEnd,
 	TypeAnswerStart, TypeAnswerDelta, TypeAnswerEnd,
 	TypeToolCallStart, TypeToolCallDelta, TypeToolCallEnd, TypeToolResult,
+	TypeToolCallApprovalRequest, TypeToolCallApprovalDecision,
 	TypeUsage, TypeError, TypeStreamFinished,
 }
 
@@ -143,6 +155,41 @@ type ToolResult struct {
 	Status     string `json:"status"`
 }
 
+// Tool result statuses carried by tool_result.
+const (
+	ToolCompleted = "completed"
+	ToolFailed    = "failed" // the tool errored, panicked, timed out or was stopped
+	ToolDenied    = "denied" // the call needed an approval and did not get it
+)
+
+// ToolApproval is the payload of tool_call.approval_request (the call
+// waiting, and when an unanswered request is denied) and of
+// tool_call.approval_decision (Decision and Reason).
+type ToolApproval struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+	// ExpiresAt is when an unanswered request is denied, in unix
+	// milliseconds (request only; 0 = never).
+	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// Decision is allow or deny (decision only).
+	Decision string `json:"decision,omitempty"`
+	// Reason says who decided: user, timeout, stopped or unavailable
+	// (decision only).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Approval decisions and their reasons.
+const (
+	DecisionAllow    = "allow"
+	DecisionDeny     = "deny"
+	DecidedByUser    = "user"
+	DecidedByTimeout = "timeout"
+	DecidedByStop    = "stopped"
+	// DecidedUnavailable: the run has no way to ask (no approver).
+	DecidedUnavailable = "unavailable"
+)
+
 // Usage is the payload of usage.
 type Usage struct {
 	PromptTokens     int   `json:"prompt_tokens"`
@@ -175,6 +222,7 @@ func (QueryRewritten) isPayload() {}
 func (References) isPayload()     {}
 func (ToolCall) isPayload()       {}
 func (ToolResult) isPayload()     {}
+func (ToolApproval) isPayload()   {}
 func (Usage) isPayload()          {}
 func (Error) isPayload()          {}
 func (Finished) isPayload()       {}

@@ -145,6 +145,8 @@ func Decode(data []byte) (Event, error) {
 		ev.Payload, err = decodeAs[ToolCall](data)
 	case TypeToolResult:
 		ev.Payload, err = decodeAs[ToolResult](data)
+	case TypeToolCallApprovalRequest, TypeToolCallApprovalDecision:
+		ev.Payload, err = decodeAs[ToolApproval](data)
 	case TypeUsage:
 		ev.Payload, err = decodeAs[Usage](data)
 	case TypeError:

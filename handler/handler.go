@@ -16,6 +16,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/auth"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
@@ -23,6 +24,7 @@ import (
 // Deps are what the handlers use.
 type Deps struct {
 	Auth      func() *auth.Keys     // the current API keys
+	Metrics   *metrics.Metrics      // nil = metrics off
 	Config    func() *config.Config // the current snapshot
 	Modes     func() []string       // chat modes of the current snapshot
 	History   history.Store
@@ -37,8 +39,9 @@ type Deps struct {
 
 // Handler serves the API.
 type Handler struct {
-	deps Deps
-	log  *zap.Logger
+	deps   Deps
+	log    *zap.Logger
+	limits *limiter
 }
 
 // New returns the API's http.Handler.
@@ -50,11 +53,11 @@ func New(deps Deps) http.Handler {
 	if deps.Logger == nil {
 		deps.Logger = zap.NewNop()
 	}
-	h := &Handler{deps: deps, log: deps.Logger}
+	h := &Handler{deps: deps, log: deps.Logger, limits: newLimiter()}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered))
+	r.Use(h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
 	r.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})
@@ -63,24 +66,35 @@ func New(deps Deps) http.Handler {
 			"Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+".")
 	})
 
-	r.GET("/", h.index)
+	r.GET("/", h.webPage)
+	r.GET("/assets/:file", h.webAsset)
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
+	if deps.Metrics != nil {
+		r.GET(deps.Config().Metrics.Path, gin.WrapH(deps.Metrics.Handler()))
+	}
 
-	api := r.Group("/api/v1", h.authenticate)
+	api := r.Group("/api/v1", h.authenticate, h.rateLimit)
 	api.POST("/sessions", h.createSession)
 	api.GET("/sessions", h.listSessions)
 	api.GET("/sessions/:id", h.getSession)
 	api.DELETE("/sessions/:id", h.deleteSession)
 	api.GET("/sessions/:id/messages", h.listMessages)
 	api.POST("/sessions/:id/messages", h.postMessage)
-	api.GET("/streams/:id", h.resumeStream)
-	api.POST("/streams/:id/stop", h.stopStream)
+	api.GET("/streams/:id", h.resumeAnyStream)     // sessions' streams and live stateless ones
+	api.POST("/streams/:id/stop", h.stopAnyStream) // likewise
+	api.POST("/chat", h.statelessChat)
+	api.GET("/modes", h.listModes)
 	api.POST("/knowledge/documents", h.addDocument)
 	api.GET("/knowledge/documents", h.listDocuments)
 	api.GET("/knowledge/documents/:id", h.getDocument)
 	api.DELETE("/knowledge/documents/:id", h.deleteDocument)
 	api.POST("/knowledge/search", h.search)
+
+	oai := r.Group("/v1", h.openAIAuthenticate, h.rateLimit)
+	oai.GET("/models", h.listModels)
+	oai.GET("/models/:model", h.getModel)
+	oai.POST("/chat/completions", h.chatCompletions)
 	return r
 }
 
@@ -90,21 +104,21 @@ func (h *Handler) cfg() *config.Config { return h.deps.Config() }
 func (h *Handler) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	d := time.Since(start)
 	h.log.Info("request",
 		zap.String("method", c.Request.Method),
 		zap.String("route", c.FullPath()),
 		zap.Int("status", c.Writer.Status()),
-		zap.Duration("duration", time.Since(start)))
+		zap.Duration("duration", d))
+	if h.deps.Metrics != nil {
+		h.deps.Metrics.HTTP(c.FullPath(), c.Request.Method, c.Writer.Status(), d)
+	}
 }
 
 // recovered answers a panic in a handler with a 500 and no stack trace.
 func (h *Handler) recovered(c *gin.Context, v any) {
 	h.log.Error("handler panicked", zap.Any("panic", v), zap.Stack("stack"))
 	abort(c, http.StatusInternalServerError, "internal_error", "Something went wrong on the server.")
-}
-
-func (h *Handler) index(c *gin.Context) {
-	c.String(http.StatusOK, "chatpipe is running. The API is under /api/v1 (see README.md).\n")
 }
 
 func (h *Handler) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }

@@ -48,8 +48,13 @@ func (h *Handler) postMessage(c *gin.Context) {
 		return
 	}
 
-	r, err := h.deps.Runs.Start(c.Request.Context(), run.StartRequest{
-		TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
+	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+		return h.deps.Runs.Start(c.Request.Context(), run.StartRequest{
+			TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
+	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })
+	if !ok {
+		return
+	}
 	switch {
 	case errors.Is(err, history.ErrNotFound):
 		abort(c, http.StatusNotFound, "session_not_found", "No session with id "+strconv.Quote(c.Param("id"))+".")
@@ -83,5 +88,6 @@ func (h *Handler) postMessage(c *gin.Context) {
 		h.internal(c, "gather answer", err)
 		return
 	}
+	renewWriteDeadline(c, cfg.Server.WriteTimeout) // the answer may have taken longer than one write may
 	c.JSON(http.StatusOK, msg)
 }

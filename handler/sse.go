@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
 
@@ -27,7 +28,9 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	case errors.Is(err, stream.ErrNotFound):
 		h.streamGone(c, id)
 		return
-	case errors.Is(err, stream.ErrExpired):
+	case errors.Is(err, stream.ErrExpired), errors.Is(err, stream.ErrUnavailable):
+		// The window is gone, or the shared store cannot be reached from
+		// here: the client reloads the saved message instead.
 		h.sendResync(c, id)
 		return
 	case err != nil:
@@ -51,6 +54,7 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	}
 
 	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
+	w.metrics = h.deps.Metrics
 	ctx := c.Request.Context()
 	heartbeat := time.NewTicker(h.cfg().Stream.Heartbeat)
 	defer heartbeat.Stop()
@@ -112,6 +116,8 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	buf     []byte
+	metrics *metrics.Metrics // nil = not counted
+	events  int              // records in buf, for the metrics
 }
 
 func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
@@ -138,6 +144,7 @@ func (w *sseWriter) records(recs []stream.Record) error {
 		w.buf = append(w.buf, r.Data...)
 		w.buf = append(w.buf, "\n\n"...)
 	}
+	w.events += len(recs)
 	return w.flush()
 }
 
@@ -162,7 +169,11 @@ func (w *sseWriter) flush() error {
 	if w.timeout > 0 {
 		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
 	}
-	_, err := w.c.Writer.Write(w.buf)
+	n, err := w.c.Writer.Write(w.buf)
+	if w.metrics != nil {
+		w.metrics.SSEWritten(w.events, n)
+	}
+	w.events = 0
 	w.buf = w.buf[:0]
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/internal/history"
 )
@@ -53,7 +54,11 @@ func (h *Handler) stopStream(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if h.deps.Runs.Stop(id) {
+	stopping, err := h.deps.Runs.StopAnywhere(c.Request.Context(), id)
+	if err != nil {
+		h.log.Warn("asking other replicas to stop failed", zap.String("stream_id", id), zap.Error(err))
+	}
+	if stopping {
 		c.JSON(http.StatusAccepted, gin.H{"status": "stopping", "message_id": id})
 		return
 	}

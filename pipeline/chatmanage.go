@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	"github.com/cloudwego/eino/components/model"
 
@@ -40,8 +41,11 @@ type ChatManage struct {
 	Messages  MessageReader
 	Models    ModelSource
 	Knowledge Knowledge // nil when no knowledge base is configured
+	Cache     Cache     // nil when no cache is configured (response_cache then passes through)
+	Approvals Approvals // nil when no one can answer approval requests (calls that need one are denied)
 
-	stage *stageState
+	stage   *stageState
+	nextCtx context.Context // set by SetNextContext for the next call of next()
 }
 
 // SearchQuery is the question retrieval should use: the rewritten one when
@@ -72,6 +76,13 @@ func (cm *ChatManage) SkipStage(reason string) {
 		cm.stage.detail = reason
 	}
 }
+
+// SetNextContext makes the running plugin's next call of next() run the
+// rest of the chain with ctx instead of the plugin's own context. Derive
+// ctx from the plugin's ctx (context.WithCancelCause) to be able to stop
+// the later plugins — the model call included — while they run, as
+// sensitive_filter does when an answer must end.
+func (cm *ChatManage) SetNextContext(ctx context.Context) { cm.nextCtx = ctx }
 
 // HistoryMessage is an earlier turn of the session.
 type HistoryMessage struct {
@@ -107,6 +118,22 @@ type ModelSource interface {
 // embeddings are configured) retrieval fused into one ranking.
 type Knowledge interface {
 	Search(ctx context.Context, req SearchRequest) (SearchResponse, error)
+	// Version changes whenever a document is added or deleted and never
+	// repeats; compare it for equality only. Caches of answers key on it,
+	// so a document change invalidates them.
+	Version(ctx context.Context) (int64, error)
+}
+
+// Cache is a shared store of expiring byte values, for plugins that keep
+// results across requests (response_cache). The app backs it with memory,
+// or with Redis when replicas share streams. Implementations are safe for
+// concurrent use and may evict a value before its ttl to stay in budget.
+type Cache interface {
+	// Get returns the value stored under key; ok is false when there is
+	// none or it expired.
+	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
+	// Set stores value under key for ttl, replacing any earlier value.
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
 // SearchRequest asks the knowledge base for candidates. Zero fields take

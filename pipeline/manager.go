@@ -28,18 +28,26 @@ type stageState struct {
 // NewEventManager builds the chain for mode from plugins in order. It
 // fails when no plugin handles the generate stage.
 func NewEventManager(mode string, plugins []Plugin) (*EventManager, error) {
-	m := &EventManager{mode: mode}
+	m := newChain(mode, plugins)
 	generates := false
-	for _, p := range plugins {
-		for _, evt := range p.Events() {
-			m.links = append(m.links, link{p, evt})
-			generates = generates || evt == StageGenerate
-		}
+	for _, l := range m.links {
+		generates = generates || l.event == StageGenerate
 	}
 	if !generates {
 		return nil, fmt.Errorf("mode %q: no plugin handles the %q stage (add chat_completion_stream)", mode, StageGenerate)
 	}
 	return m, nil
+}
+
+// newChain links every (plugin, stage) pair of plugins in order.
+func newChain(mode string, plugins []Plugin) *EventManager {
+	m := &EventManager{mode: mode}
+	for _, p := range plugins {
+		for _, evt := range p.Events() {
+			m.links = append(m.links, link{p, evt})
+		}
+	}
+	return m
 }
 
 // Mode is the chat mode this chain serves.
@@ -108,9 +116,14 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 		}
 		called = true
 		closeStage(false)
-		return m.run(ctx, cm, i+1)
+		nextCtx := ctx
+		if cm.nextCtx != nil {
+			nextCtx, cm.nextCtx = cm.nextCtx, nil
+		}
+		return m.run(nextCtx, cm, i+1)
 	}
 	perr := l.plugin.OnEvent(ctx, l.event, cm, next)
+	cm.nextCtx = nil // set but not used: it must not leak to another plugin
 	if perr != nil {
 		if perr.Plugin == "" {
 			perr.Plugin = l.plugin.Name()

@@ -8,8 +8,8 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/eventbus"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 // repeatModel streams the same content chunk n times, in process, so a
@@ -51,10 +51,10 @@ func BenchmarkGenerateDelta(b *testing.B) {
 		{"cited", []eventbus.Reference{{Index: 1, Title: "Doc", Content: "Passage."}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			chain := plugintest.Chain(b, "bench", []any{"chat_completion_stream"}, sections(nil))
+			chain := pipelinetest.Chain(b, "bench", []any{"chat_completion_stream"}, sections(nil))
 			m := &pipeline.ChatModel{Name: "default", Provider: "bench",
 				Model: repeatModel{n: b.N, msg: &schema.Message{Role: schema.Assistant, Content: " token [1]"}}}
-			cm := &pipeline.ChatManage{Query: "q", References: tc.refs, Models: plugintest.Models{"default": m},
+			cm := &pipeline.ChatManage{Query: "q", References: tc.refs, Models: pipelinetest.Models{"default": m},
 				Emitter: eventbus.EmitterFunc(func(eventbus.Event) {})}
 			b.ReportAllocs()
 			b.ResetTimer()

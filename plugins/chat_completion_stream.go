@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/config"
@@ -119,13 +121,46 @@ func (p *ChatCompletionStream) ragPrompt(cm *pipeline.ChatManage) string {
 // client, and so is never saved.
 func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
 	msgs []*schema.Message) *pipeline.PluginError {
+	_, perr := p.GenerateTurn(ctx, cm, m, msgs, TurnOptions{})
+	return perr
+}
+
+// TurnOptions adjust one model call of GenerateTurn.
+type TurnOptions struct {
+	// CallOptions are passed to the model (tools offered, tool choice).
+	CallOptions []model.Option
+	// ToolCallIDPrefix names the tool calls a provider sends without an
+	// id: prefix + their position, from 1 ("" = "call_"). A caller making
+	// several calls on one stream gives each its own prefix, so ids stay
+	// unique on the stream.
+	ToolCallIDPrefix string
+}
+
+// Turn is what one streamed model call produced, besides its events.
+type Turn struct {
+	// Answer is the answer text as streamed (after the citation filter):
+	// what the client received for this call.
+	Answer string
+	// ToolCalls are the complete tool calls, in the order they started,
+	// each with its id (the provider's, or one given by ToolCallIDPrefix).
+	ToolCalls    []schema.ToolCall
+	FinishReason string
+}
+
+// GenerateTurn is Generate returning what the call produced: an agent
+// loop calls it once per cycle and sends the answer and tool calls back
+// to the model. A call that produced neither answer text nor a tool call
+// fails with code empty_answer.
+func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
+	msgs []*schema.Message, opts TurnOptions) (*Turn, *pipeline.PluginError) {
 	// The call gets a context of its own so the provider request and its
 	// reader goroutine end whenever this function returns.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	start := time.Now()
-	out := &generation{blocks: think.Blocks{Emitter: cm.Emitter, Tags: p.cfg.ThinkTags}, start: start}
+	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix}
+	out.blocks = think.Blocks{Emitter: answerText{cm.Emitter, &out.answer}, Tags: p.cfg.ThinkTags}
 	out.sink = &out.blocks
 	if len(cm.References) > 0 || cm.NoContext {
 		out.cite = citation.NewFilter(len(cm.References), out.blocks.Answer)
@@ -133,9 +168,9 @@ func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatMa
 	}
 	defer out.blocks.Close() // on every ending, panics included
 
-	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs)
+	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs, opts.CallOptions...)
 	if err != nil {
-		return out.fail(ctx, err, m.Name)
+		return out.turn(), out.fail(ctx, err, m.Name)
 	}
 	defer sr.Close()
 	for msg := first; msg != nil; {
@@ -149,14 +184,27 @@ func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatMa
 	out.flushCitations()
 	out.endToolCalls()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return out.fail(ctx, err, m.Name)
+		return out.turn(), out.fail(ctx, err, m.Name)
 	}
 	out.blocks.Close()
 	out.emitUsage()
 	if !out.blocks.AnswerStarted() && len(out.tools) == 0 {
-		return &pipeline.PluginError{Code: "empty_answer", Message: emptyAnswerMessage(out.finish), Retryable: true}
+		return out.turn(), &pipeline.PluginError{Code: "empty_answer", Message: emptyAnswerMessage(out.finish), Retryable: true}
 	}
-	return nil
+	return out.turn(), nil
+}
+
+// answerText passes events on and keeps the answer text.
+type answerText struct {
+	eventbus.Emitter
+	answer *strings.Builder
+}
+
+func (r answerText) Emit(ev eventbus.Event) {
+	if ev.Type == eventbus.TypeAnswerDelta {
+		r.answer.WriteString(ev.Text)
+	}
+	r.Emitter.Emit(ev)
 }
 
 func emptyAnswerMessage(finish string) string {
@@ -177,11 +225,24 @@ type generation struct {
 	usage    *schema.TokenUsage
 	finish   string
 	tools    []*toolCall
+	byIndex  map[int]*toolCall // calls by the provider's index
+	idPrefix string
+	answer   strings.Builder
 }
 
 type toolCall struct {
 	id, name string
 	args     strings.Builder
+}
+
+// turn is the call's result so far.
+func (g *generation) turn() *Turn {
+	t := &Turn{Answer: g.answer.String(), FinishReason: g.finish}
+	for _, tc := range g.tools {
+		t.ToolCalls = append(t.ToolCalls, schema.ToolCall{ID: tc.id, Type: "function",
+			Function: schema.FunctionCall{Name: tc.name, Arguments: tc.args.String()}})
+	}
+	return t
 }
 
 func (g *generation) handle(msg *schema.Message) {
@@ -209,20 +270,32 @@ func (g *generation) handle(msg *schema.Message) {
 
 // toolCallDelta emits tool_call.start the first time a call index is seen
 // and tool_call.delta for each arguments fragment. Providers that send
-// whole calls without an index (Ollama) get one call per chunk.
+// whole calls without an index (Ollama) get one call per chunk, and a new
+// id at a known index (servers that number every call 0) starts a new
+// call.
 func (g *generation) toolCallDelta(tc schema.ToolCall) {
 	var cur *toolCall
-	if tc.Index != nil && *tc.Index < len(g.tools) && g.tools[*tc.Index] != nil {
-		cur = g.tools[*tc.Index]
-	} else {
+	if tc.Index != nil {
+		cur = g.byIndex[*tc.Index]
+	}
+	if cur != nil && tc.ID != "" && tc.ID != cur.id {
+		cur = nil
+	}
+	if cur == nil {
 		g.flushCitations()
 		g.blocks.Close() // text before a tool call ends its block
 		id := tc.ID
 		if id == "" {
-			id = "call_" + strconv.Itoa(len(g.tools)+1)
+			id = cmp.Or(g.idPrefix, "call_") + strconv.Itoa(len(g.tools)+1)
 		}
 		cur = &toolCall{id: id, name: tc.Function.Name}
 		g.tools = append(g.tools, cur)
+		if tc.Index != nil {
+			if g.byIndex == nil {
+				g.byIndex = map[int]*toolCall{}
+			}
+			g.byIndex[*tc.Index] = cur
+		}
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallStart, eventbus.ToolCall{ToolCallID: cur.id, Name: cur.name}))
 	}
 	if tc.Function.Arguments != "" {

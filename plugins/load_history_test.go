@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 // The model gets the newest rounds that fit the budget, never a reply
@@ -33,10 +33,10 @@ func TestLoadHistoryKeepsNewestRoundsWithinBudgetWithoutThinking(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			provider := providertest.New(t)
 			provider.SetDefault(providertest.Script{Chunks: providertest.Answer("ok", 1)})
-			chain := plugintest.Chain(t, "chat", []any{map[string]any{"load_history": tc.settings}, "chat_completion_stream"}, nil)
-			res := plugintest.Run(context.Background(), chain, plugintest.Request{
+			chain := pipelinetest.Chain(t, "chat", []any{map[string]any{"load_history": tc.settings}, "chat_completion_stream"}, nil)
+			res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
 				Query: "now", History: history,
-				Models: plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+				Models: pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 			})
 			if res.Err != nil {
 				t.Fatal(res.Err)

@@ -10,9 +10,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chatpipe/chatpipe/config"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/terms"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,7 +39,7 @@ func sections(overrides map[string]map[string]any) map[string]map[string]any {
 // ragChain builds the default rag chain with the given setting overrides.
 func ragChain(t *testing.T, overrides map[string]map[string]any) *pipeline.EventManager {
 	t.Helper()
-	return plugintest.Chain(t, "rag", ragPlugins, sections(overrides))
+	return pipelinetest.Chain(t, "rag", ragPlugins, sections(overrides))
 }
 
 // fakeKnowledge is an in-memory knowledge base: a fixed answer (hits or
@@ -97,6 +97,9 @@ func (k *fakeKnowledge) Search(_ context.Context, req pipeline.SearchRequest) (p
 	return resp, nil
 }
 
+// Version implements pipeline.Knowledge: the fake never changes.
+func (k *fakeKnowledge) Version(context.Context) (int64, error) { return 0, nil }
+
 // queries returns the queries searched so far.
 func (k *fakeKnowledge) queries() []string {
 	k.mu.Lock()
@@ -143,7 +146,7 @@ func hitsOf(ids ...string) []pipeline.SearchHit {
 }
 
 // chunkIDs lists the chunk ids of references.
-func chunkIDs(res *plugintest.Result) []string {
+func chunkIDs(res *pipelinetest.Result) []string {
 	refs, _ := res.References()
 	var out []string
 	for _, r := range refs {

@@ -10,19 +10,19 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 func TestRAGPromptCarriesTheNumberedContextAndReferencesComeFirst(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
 	provider.SetDefault(providertest.Script{Chunks: providertest.Answer("Run go run . [1] and set keys in config.yaml [2].", 6)})
-	res := plugintest.Run(context.Background(), ragChain(t, map[string]map[string]any{"rerank": {"reranker": "none"}}),
-		plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, map[string]map[string]any{"rerank": {"reranker": "none"}}),
+		pipelinetest.Request{
 			Query:     "How do I run chatpipe?",
-			Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+			Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 			Knowledge: &fakeKnowledge{hits: hitsOf("run-0", "plugin-0")},
 		})
 	if res.Err != nil {
@@ -69,9 +69,9 @@ func TestAnswerCitesOnlyExistingReferencesAtEverySplit(t *testing.T) {
 		chunks := append(providertest.ReasoningContent("Thinking about [5].", 2),
 			providertest.Answer(streamedText, pieces)...)
 		provider.Enqueue(providertest.Script{Chunks: chunks})
-		res := plugintest.Run(context.Background(), chain, plugintest.Request{
+		res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
 			Query:     "How do I run and resume?",
-			Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+			Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 			Knowledge: &fakeKnowledge{hits: hitsOf("run-0", "resume-0")},
 		})
 		if res.Err != nil {
@@ -108,16 +108,16 @@ func TestDefaultRAGModeAnswersOfflineWithTheDemoModel(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name)
 	}
-	chain := plugintest.Chain(t, cfg.DefaultMode, names, cfg.Plugins)
+	chain := pipelinetest.Chain(t, cfg.DefaultMode, names, cfg.Plugins)
 	for _, tc := range []struct {
 		question, label, quote string
 	}{
 		{"How do I resume a stream after a dropped connection?", "[demo model]", "reconnect with the Last-Event-ID header"},
 		{"网络断开后如何恢复流？", "[演示模型]", "即可恢复流"},
 	} {
-		res := plugintest.Run(context.Background(), chain, plugintest.Request{
+		res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
 			Query:     tc.question,
-			Models:    plugintest.Models{"default": plugintest.Demo()},
+			Models:    pipelinetest.Models{"default": pipelinetest.Demo()},
 			Knowledge: &fakeKnowledge{docs: sampleDocs},
 		})
 		if res.Err != nil {
@@ -153,10 +153,10 @@ func TestRAGChainIsSafeForConcurrentRequests(t *testing.T) {
 	answers := make([]string, 8)
 	for i := range answers {
 		wg.Go(func() {
-			res := plugintest.Run(context.Background(), chain, plugintest.Request{
+			res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
 				Query:     "How do I resume a stream?",
 				History:   followUp,
-				Models:    plugintest.Models{"default": plugintest.Demo()},
+				Models:    pipelinetest.Models{"default": pipelinetest.Demo()},
 				Knowledge: &fakeKnowledge{docs: sampleDocs},
 			})
 			if res.Err == nil {
@@ -211,7 +211,7 @@ func TestBadPluginSettingsNameTheKey(t *testing.T) {
 		{"search", map[string]any{"topk": 5}, "topk"},
 		{"chat_completion_stream", map[string]any{"rag_prompt": "{question} only"}, "plugins.chat_completion_stream.rag_prompt"},
 	} {
-		_, err := plugintest.BuildChain("rag", ragPlugins, sections(map[string]map[string]any{tc.plugin: tc.settings}))
+		_, err := pipelinetest.BuildChain("rag", ragPlugins, sections(map[string]map[string]any{tc.plugin: tc.settings}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: error = %v, want it to contain %q", tc.plugin, tc.settings, err, tc.want)
 		}

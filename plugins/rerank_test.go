@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 // fusedIDs are the candidates every rerank test starts from, in fused order.
@@ -19,11 +19,11 @@ var fusedIDs = []string{"resume-0", "run-0", "plugin-0"}
 
 // rerankRun runs search → rerank → merge → answer with the given rerank
 // settings over the fused candidates.
-func rerankRun(t *testing.T, settings map[string]any, models plugintest.Models) *plugintest.Result {
+func rerankRun(t *testing.T, settings map[string]any, models pipelinetest.Models) *pipelinetest.Result {
 	t.Helper()
-	chain := plugintest.Chain(t, "rag", []any{"search", "rerank", "merge", "chat_completion_stream"},
+	chain := pipelinetest.Chain(t, "rag", []any{"search", "rerank", "merge", "chat_completion_stream"},
 		sections(map[string]map[string]any{"rerank": settings}))
-	res := plugintest.Run(context.Background(), chain, plugintest.Request{
+	res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
 		Query: "How do I resume a stream?", Models: models, Knowledge: &fakeKnowledge{hits: hitsOf(fusedIDs...)},
 	})
 	if res.Err != nil {
@@ -76,7 +76,7 @@ func remoteSettings(baseURL string) map[string]any {
 func TestRemoteRerankerOrdersByRelevanceAndDropsBelowThreshold(t *testing.T) {
 	t.Parallel()
 	srv := newRerankServer(t, http.StatusOK, map[int]float64{0: 0.35, 1: 0.92, 2: 0.05})
-	res := rerankRun(t, remoteSettings(srv.URL), plugintest.Models{"default": plugintest.Demo()})
+	res := rerankRun(t, remoteSettings(srv.URL), pipelinetest.Models{"default": pipelinetest.Demo()})
 
 	if got, want := chunkIDs(res), []string{"run-0", "resume-0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("references = %v, want %v (by relevance, plugin-0 under the threshold)", got, want)
@@ -103,7 +103,7 @@ func TestRemoteRerankerOrdersByRelevanceAndDropsBelowThreshold(t *testing.T) {
 func TestRemoteRerankerKeepsTheBestWhenNothingPassesTheThreshold(t *testing.T) {
 	t.Parallel()
 	srv := newRerankServer(t, http.StatusOK, map[int]float64{0: 0.01, 1: 0.03, 2: 0.02})
-	res := rerankRun(t, remoteSettings(srv.URL), plugintest.Models{"default": plugintest.Demo()})
+	res := rerankRun(t, remoteSettings(srv.URL), pipelinetest.Models{"default": pipelinetest.Demo()})
 	if got, want := chunkIDs(res), []string{"run-0", "plugin-0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("references = %v, want the best min_keep (2) %v", got, want)
 	}
@@ -126,7 +126,7 @@ func TestRemoteRerankerDownKeepsTheFusedOrder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res := rerankRun(t, remoteSettings(tc.url), plugintest.Models{"default": plugintest.Demo()})
+			res := rerankRun(t, remoteSettings(tc.url), pipelinetest.Models{"default": pipelinetest.Demo()})
 			if got := chunkIDs(res); !reflect.DeepEqual(got, fusedIDs) {
 				t.Errorf("references = %v, want the fused order %v", got, fusedIDs)
 			}
@@ -146,7 +146,7 @@ func TestLLMRerankerGradesTheCandidates(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
 	provider.Enqueue(providertest.Script{Chunks: providertest.Answer("<think>grading</think>```json\n[3, 9, 0]\n```", 4)})
-	res := rerankRun(t, map[string]any{"reranker": "llm"}, plugintest.Models{"default": plugintest.OpenAI(t, provider)})
+	res := rerankRun(t, map[string]any{"reranker": "llm"}, pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())})
 	if got, want := chunkIDs(res), []string{"run-0", "resume-0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("references = %v, want %v", got, want)
 	}
@@ -165,7 +165,7 @@ func TestLLMRerankerGarbageKeepsTheFusedOrder(t *testing.T) {
 	} {
 		provider := providertest.New(t)
 		provider.Enqueue(providertest.Script{Chunks: providertest.Answer(reply, 3)})
-		res := rerankRun(t, map[string]any{"reranker": "llm"}, plugintest.Models{"default": plugintest.OpenAI(t, provider)})
+		res := rerankRun(t, map[string]any{"reranker": "llm"}, pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())})
 		if got := chunkIDs(res); !reflect.DeepEqual(got, fusedIDs) {
 			t.Errorf("reply %q: references = %v, want the fused order", reply, got)
 		}
@@ -180,7 +180,7 @@ func TestLLMRerankerModelErrorKeepsTheFusedOrder(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
 	provider.Enqueue(providertest.Script{Status: 502})
-	res := rerankRun(t, map[string]any{"reranker": "llm"}, plugintest.Models{"default": plugintest.OpenAI(t, provider)})
+	res := rerankRun(t, map[string]any{"reranker": "llm"}, pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())})
 	if got := chunkIDs(res); !reflect.DeepEqual(got, fusedIDs) {
 		t.Errorf("references = %v, want the fused order", got)
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/chatpipe/chatpipe/eventbus"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 var followUp = []pipeline.HistoryMessage{
@@ -20,9 +20,9 @@ func TestRewriteIsSkippedWithoutHistory(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
 	kb := &fakeKnowledge{hits: hitsOf("resume-0")}
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:     "How do I resume a stream?",
-		Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+		Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 		Knowledge: kb,
 	})
 	if res.Err != nil {
@@ -48,10 +48,10 @@ func TestRewriteWithHistoryMakesTheQuestionStandalone(t *testing.T) {
 	provider.Enqueue(providertest.Script{Chunks: providertest.Answer(
 		"<think>They mean chatpipe's stream.</think>**Rewritten question:** \"How do I resume a chatpipe stream?\"\nDone.", 5)})
 	kb := &fakeKnowledge{hits: hitsOf("resume-0")}
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:     "And how do I resume it?",
 		History:   followUp,
-		Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+		Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 		Knowledge: kb,
 	})
 	if res.Err != nil {
@@ -112,11 +112,11 @@ func TestRewriteFailureSearchesTheQuestionAsAsked(t *testing.T) {
 			}
 			provider.Enqueue(tc.script)
 			kb := &fakeKnowledge{hits: hitsOf("resume-0")}
-			res := plugintest.Run(context.Background(), ragChain(t, map[string]map[string]any{"rewrite": tc.settings}),
-				plugintest.Request{
+			res := pipelinetest.Run(context.Background(), ragChain(t, map[string]map[string]any{"rewrite": tc.settings}),
+				pipelinetest.Request{
 					Query:     "And how do I resume it?",
 					History:   followUp,
-					Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+					Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 					Knowledge: kb,
 				})
 			if res.Err != nil {
@@ -143,10 +143,10 @@ func TestRewriteFailureSearchesTheQuestionAsAsked(t *testing.T) {
 func TestRewriteWithTheDemoModelIsLeftOut(t *testing.T) {
 	t.Parallel()
 	kb := &fakeKnowledge{docs: sampleDocs}
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:     "How do I resume a stream?",
 		History:   followUp,
-		Models:    plugintest.Models{"default": plugintest.Demo()},
+		Models:    pipelinetest.Models{"default": pipelinetest.Demo()},
 		Knowledge: kb,
 	})
 	if res.Err != nil {

@@ -8,17 +8,17 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/citation"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
 func TestSearchErrorDegradesToNoPassagesAndTheFallback(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:     "How do I resume a stream?",
-		Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+		Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 		Knowledge: &fakeKnowledge{err: errors.New("database is locked")},
 	})
 	if res.Err != nil {
@@ -46,9 +46,9 @@ func TestSearchErrorDegradesToNoPassagesAndTheFallback(t *testing.T) {
 func TestSearchWithoutKnowledgeBaseAnswersAsPlainChat(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:  "Hello there",
-		Models: plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+		Models: pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 	})
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -67,13 +67,13 @@ func TestSearchUsesModeOverridesAndReportsWhatRan(t *testing.T) {
 	t.Parallel()
 	kb := &fakeKnowledge{hits: hitsOf("resume-0", "run-0", "plugin-0"), method: "keyword",
 		degraded: "embedding endpoint unreachable; keyword search only"}
-	chain := plugintest.Chain(t, "rag", []any{
+	chain := pipelinetest.Chain(t, "rag", []any{
 		map[string]any{"search": map[string]any{"top_k": 7, "rrf_k": 30, "keyword_weight": 2}},
 		map[string]any{"rerank": map[string]any{"reranker": "none"}},
 		"merge", "chat_completion_stream",
 	}, sections(nil))
-	res := plugintest.Run(context.Background(), chain, plugintest.Request{
-		Query: "resume", Models: plugintest.Models{"default": plugintest.Demo()}, Knowledge: kb,
+	res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
+		Query: "resume", Models: pipelinetest.Models{"default": pipelinetest.Demo()}, Knowledge: kb,
 	})
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -92,11 +92,11 @@ func TestNothingFoundAnswersWithTheFixedFallbackWithoutTheModel(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
 	const text = "Nothing about that in the knowledge base."
-	res := plugintest.Run(context.Background(),
+	res := pipelinetest.Run(context.Background(),
 		ragChain(t, map[string]map[string]any{"merge": {"fallback": "fixed", "fallback_text": text}}),
-		plugintest.Request{
+		pipelinetest.Request{
 			Query:     "What is the capital of Mars?",
-			Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+			Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 			Knowledge: &fakeKnowledge{},
 		})
 	if res.Err != nil {
@@ -124,9 +124,9 @@ func TestNothingFoundAnswersWithTheFixedFallbackWithoutTheModel(t *testing.T) {
 func TestNothingFoundLetsTheModelAnswerSayingSo(t *testing.T) {
 	t.Parallel()
 	provider := providertest.New(t)
-	res := plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
+	res := pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
 		Query:     "What is the capital of Mars?",
-		Models:    plugintest.Models{"default": plugintest.OpenAI(t, provider)},
+		Models:    pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
 		Knowledge: &fakeKnowledge{},
 	})
 	if res.Err != nil {
@@ -144,8 +144,8 @@ func TestNothingFoundLetsTheModelAnswerSayingSo(t *testing.T) {
 	}
 
 	// The demo model says so too.
-	res = plugintest.Run(context.Background(), ragChain(t, nil), plugintest.Request{
-		Query: "What is the capital of Mars?", Models: plugintest.Models{"default": plugintest.Demo()},
+	res = pipelinetest.Run(context.Background(), ragChain(t, nil), pipelinetest.Request{
+		Query: "What is the capital of Mars?", Models: pipelinetest.Models{"default": pipelinetest.Demo()},
 		Knowledge: &fakeKnowledge{},
 	})
 	if !strings.Contains(res.Answer(), "found nothing about this in the knowledge base") {

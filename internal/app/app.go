@@ -23,13 +23,19 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/auth"
+	"github.com/chatpipe/chatpipe/internal/cache"
+	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/history/pgstore"
 	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	kpgstore "github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
 	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
 	"github.com/chatpipe/chatpipe/pipeline"
 	_ "github.com/chatpipe/chatpipe/plugins" // registers the built-in plugins
 )
@@ -61,11 +67,19 @@ type App struct {
 	keys      atomic.Pointer[auth.Keys]
 	history   history.Store
 	knowledge *knowledge.Service
-	streams   stream.Store
-	runs      *run.Manager
-	handler   http.Handler
-	watcher   *config.Watcher
-	closing   atomic.Bool
+	streams   stream.Store // what runs and readers use: localStreams, or tiered over Redis
+	// localStreams hold this process's streams; redis and cluster are set
+	// when replicas share Redis.
+	localStreams stream.Store
+	redis        *redisstore.Store
+	cluster      *cluster.Coordinator
+	metrics      *metrics.Metrics
+	started      chan struct{} // closed once the run manager exists
+	cache        cache.Store   // finished answers, for response_cache
+	runs         *run.Manager
+	handler      http.Handler
+	watcher      *config.Watcher
+	closing      atomic.Bool
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -74,7 +88,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, log: opts.Logger, level: opts.Level}
+	a := &App{opts: opts, log: opts.Logger, level: opts.Level, started: make(chan struct{})}
 	if a.log == nil {
 		var err error
 		if a.log, a.level, err = NewLogger(cfg.Log); err != nil {
@@ -102,16 +116,36 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		_ = a.history.Close()
 		return nil, err
 	}
-	a.streams = openStreams(cfg)
+	if err := a.openStreams(ctx, cfg); err != nil {
+		_ = a.closeStores()
+		return nil, err
+	}
+	if a.cache, err = cache.Open(cfg); err != nil {
+		_ = a.closeStores()
+		return nil, err
+	}
+	observers := opts.Observers
+	if cfg.Metrics.Enabled {
+		a.metrics = metrics.New()
+		observers = append(observers, a.metrics.Observer())
+		if mem, ok := a.localStreams.(*stream.Memory); ok {
+			a.metrics.GaugeFunc("chatpipe_stream_store_streams", "Streams held in the in-memory stream store.",
+				func() float64 { return float64(mem.Len()) })
+		}
+	}
 	a.runs = run.NewManager(run.Options{
 		Setup:     a.setup.Load,
 		History:   a.history,
 		Knowledge: a.knowledge,
+		Cache:     a.cache,
 		Streams:   a.streams,
 		Logger:    a.log,
-		Observers: opts.Observers,
+		Observers: observers,
+		Cluster:   a.cluster,
 	})
+	close(a.started)
 	a.handler = handler.New(handler.Deps{
+		Metrics:   a.metrics,
 		Auth:      a.keys.Load,
 		Config:    a.cfg.Load,
 		Modes:     a.modes,
@@ -176,6 +210,12 @@ func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error)
 			return nil, fmt.Errorf("storage.sqlite.path: %w", err)
 		}
 		return s, nil
+	case "postgres":
+		s, err := pgstore.Open(ctx, cfg.Postgres.DSN, pgstore.Options{MaxConns: int32(cfg.Postgres.MaxConns)})
+		if err != nil {
+			return nil, fmt.Errorf("postgres.dsn: %w", err)
+		}
+		return s, nil
 	default:
 		return nil, fmt.Errorf("storage.driver: unknown driver %q", cfg.Storage.Driver)
 	}
@@ -185,7 +225,13 @@ func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error)
 // with embeddings when configured, and loads the sample documents into it
 // when it is empty.
 func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge.Service, error) {
-	store, err := ksqlite.Open(ctx, cfg.Storage.SQLite.Path)
+	var store knowledge.Store
+	var err error
+	if cfg.Storage.Driver == "postgres" {
+		store, err = kpgstore.Open(ctx, cfg.Postgres.DSN, kpgstore.Options{MaxConns: int32(cfg.Postgres.MaxConns)})
+	} else {
+		store, err = ksqlite.Open(ctx, cfg.Storage.SQLite.Path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: %w", err)
 	}
@@ -210,12 +256,39 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 	return svc, nil
 }
 
-func openStreams(cfg *config.Config) stream.Store {
-	return stream.NewMemory(stream.MemoryOptions{
+// openStreams opens the stream store: memory for one server; for
+// replicas, memory for this replica's own readers tiered over Redis for
+// everyone's, plus the cluster coordinator for stop and liveness.
+func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
+	a.localStreams = stream.NewMemory(stream.MemoryOptions{
 		MaxEvents: cfg.Stream.MaxEvents,
 		MaxBytes:  cfg.Stream.MaxBytes,
 		Retention: cfg.Stream.Retention,
 	})
+	if cfg.StreamStore != "redis" {
+		a.streams = a.localStreams
+		return nil
+	}
+	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
+	if err != nil {
+		_ = a.localStreams.Close()
+		return fmt.Errorf("redis.addr: %w", err)
+	}
+	a.redis = rs
+	a.streams = stream.NewTiered(a.localStreams, rs)
+	a.cluster = cluster.New(cluster.Options{
+		Client:   rs.Client(),
+		Prefix:   cfg.Redis.KeyPrefix,
+		LeaseTTL: cfg.Redis.LeaseTTL,
+		Logger:   a.log,
+		OnLost: func(ctx context.Context, streamID string) {
+			<-a.started // a.runs is set before the first lost generation can be handled
+			if err := a.runs.EndLost(ctx, rs, streamID); err != nil {
+				a.log.Error("ending a lost generation failed", zap.String("stream_id", streamID), zap.Error(err))
+			}
+		},
+	})
+	return nil
 }
 
 // modelUser is implemented by plugins that call a named model, so a
@@ -243,7 +316,9 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		for i, e := range entries {
 			chain[i] = pipeline.ChainEntry{Name: e.Name, Overrides: e.Overrides}
 		}
-		m, err := pipeline.Build(mode, chain, cfg.Plugins)
+		// The models and the search settings shape answers too: they are
+		// part of the chain's fingerprint, which response_cache keys on.
+		m, err := pipeline.Build(mode, chain, cfg.Plugins, fmt.Sprint(cfg.Models), fmt.Sprint(cfg.Knowledge.Search))
 		if err != nil {
 			return nil, err
 		}
@@ -407,6 +482,9 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
+	if a.cluster != nil {
+		_ = a.cluster.Close() // before the stores: it uses the Redis client
+	}
 	return a.closeStores()
 }
 
@@ -414,6 +492,9 @@ func (a *App) closeStores() error {
 	var errs []error
 	if a.streams != nil {
 		errs = append(errs, a.streams.Close())
+	}
+	if a.cache != nil {
+		errs = append(errs, a.cache.Close())
 	}
 	if a.knowledge != nil {
 		errs = append(errs, a.knowledge.Close())

@@ -372,3 +372,7 @@ func (h *harness) waitLog(prefix string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }

@@ -23,6 +23,7 @@ type SharedLog interface {
 	Subscribe(ctx context.Context, id string, after int64) (stream.Subscription, error)
 	LastSeq(ctx context.Context, id string) (int64, error)
 	AppendDirect(ctx context.Context, id string, rec stream.Record) error
+	MarkBroken(ctx context.Context, id string) error
 }
 
 // EndLost ends, on behalf of a replica that died, the generation of
@@ -31,7 +32,19 @@ type SharedLog interface {
 // replica stop waiting, and saves the message as failed with what was
 // streamed. It is called by exactly one replica (the cluster reaper's
 // claim); saving stays exactly-once through FinishMessage anyway.
+//
+// A generator cut off from Redis (but not from the database) also stops
+// renewing its lease. If it finished and saved its answer meanwhile, the
+// answer is complete and must not be overwritten: the shared log, which
+// missed its events, is only marked broken so readers resync from the
+// saved message.
 func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
+	if msg, err := m.opts.History.GetMessage(ctx, id); err != nil || msg.Status != history.StatusStreaming {
+		if err != nil && !errors.Is(err, history.ErrNotFound) {
+			return fmt.Errorf("end lost stream %s: %w", id, err)
+		}
+		return log.MarkBroken(ctx, id)
+	}
 	last, err := log.LastSeq(ctx, id)
 	if err != nil {
 		return fmt.Errorf("end lost stream %s: %w", id, err)

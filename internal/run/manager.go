@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -31,6 +32,9 @@ var (
 	ErrShutdown = errors.New("server shutting down")
 	// ErrTooLong: the generation ran past stream.max_duration.
 	ErrTooLong = errors.New("generation exceeded its maximum duration")
+	// ErrLeaseLost: another replica declared this generation lost (its
+	// lease expired, e.g. while Redis was unreachable) and ended its stream.
+	ErrLeaseLost = errors.New("generation lease lost")
 )
 
 // Errors Start returns for requests it refuses.
@@ -54,9 +58,10 @@ type Observer func(bus *eventbus.Bus, info Info)
 // Info identifies a run.
 type Info struct {
 	StreamID      string // also the assistant message id
-	SessionID     string
+	SessionID     string // "" for a stateless run
 	UserMessageID string
 	Mode          string
+	TenantID      string // whose run it is: stop and resume of a stateless run check it
 }
 
 // Options configure a Manager.
@@ -64,9 +69,13 @@ type Options struct {
 	Setup     func() *Setup // the current snapshot
 	History   history.Store
 	Knowledge pipeline.Knowledge // nil = no knowledge base
+	Cache     pipeline.Cache     // nil = no cache: response_cache passes through
 	Streams   stream.Store
 	Logger    *zap.Logger
 	Observers []Observer
+	// Cluster shares live generations with other replicas (stop from any
+	// replica, generator liveness); nil for a single server.
+	Cluster *cluster.Coordinator
 }
 
 // Manager starts runs and tracks the live ones.
@@ -83,8 +92,9 @@ type Manager struct {
 // Run is a live generation.
 type Run struct {
 	Info
-	cancel context.CancelCauseFunc
-	done   chan struct{}
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	persist bool // save the answer to the history store at the end (false: stateless)
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -130,13 +140,9 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
 	}
 
-	m.mu.Lock()
-	if m.closing {
-		m.mu.Unlock()
-		return nil, ErrShuttingDown
+	if err := m.admit(); err != nil {
+		return nil, err
 	}
-	m.wg.Add(1) // owned by the run goroutine from here on
-	m.mu.Unlock()
 	started := false
 	defer func() {
 		if !started {
@@ -155,10 +161,48 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		return nil, err
 	}
 
-	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode}
+	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode, TenantID: sess.TenantID}
 	log := m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID))
+	r, runCtx, g, p := m.launch(info, setup, log, true)
+	cm := &pipeline.ChatManage{
+		TenantID:      sess.TenantID,
+		SessionID:     sess.ID,
+		MessageID:     assistantID,
+		UserMessageID: userMsg.ID,
+		Mode:          mode,
+		Query:         req.Question,
+		Emitter:       g,
+		Messages:      messageReader{m.opts.History},
+		Models:        setup.Models,
+		Knowledge:     m.opts.Knowledge,
+		Cache:         m.opts.Cache,
+	}
+	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
+		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
+	}))
+	started = true
+	go m.execute(runCtx, r, chain, cm, g, p, log)
+	return r, nil
+}
+
+// admit takes a wg slot for a new run, or refuses when shutting down. The
+// caller releases the slot itself if the run then fails to start.
+func (m *Manager) admit() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return ErrShuttingDown
+	}
+	m.wg.Add(1) // owned by the run goroutine from here on
+	return nil
+}
+
+// launch wires a new stream's bus (recorder first, persister, logger,
+// observers), gives the run its own cancellable context and registers it
+// where Stop finds it. The stream must already exist in the store.
+func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool) (*Run, context.Context, *guard, *persister) {
 	bus := eventbus.NewBus()
-	rec := stream.NewRecorder(m.opts.Streams, assistantID, func(err error) {
+	rec := stream.NewRecorder(m.opts.Streams, info.StreamID, func(err error) {
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
 	})
 	bus.Subscribe(rec.Handle) // first: it assigns the seq the others see
@@ -177,30 +221,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
-	r := &Run{Info: info, cancel: cancel, done: make(chan struct{})}
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist}
 	m.mu.Lock()
-	m.active[assistantID] = r
+	m.active[info.StreamID] = r
 	m.mu.Unlock()
-
-	g := newGuard(bus)
-	cm := &pipeline.ChatManage{
-		TenantID:      sess.TenantID,
-		SessionID:     sess.ID,
-		MessageID:     assistantID,
-		UserMessageID: userMsg.ID,
-		Mode:          mode,
-		Query:         req.Question,
-		Emitter:       g,
-		Messages:      messageReader{m.opts.History},
-		Models:        setup.Models,
-		Knowledge:     m.opts.Knowledge,
-	}
-	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
-		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
-	}))
-	started = true
-	go m.execute(runCtx, r, chain, cm, g, p, log)
-	return r, nil
+	return r, runCtx, newGuard(bus), p
 }
 
 // execute runs the chain and finishes the stream; it owns one wg slot.
@@ -214,6 +239,9 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		m.mu.Unlock()
 		r.cancel(nil)
 	}()
+	if lease := m.acquireLease(r, log); lease != nil {
+		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)
+	}
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
@@ -224,7 +252,10 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	err := m.opts.History.FinishMessage(saveCtx, r.StreamID, p.final(status))
+	var err error
+	if r.persist {
+		err = m.opts.History.FinishMessage(saveCtx, r.StreamID, p.final(status))
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, history.ErrNotFound):
@@ -239,6 +270,40 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
 	}
+}
+
+// acquireLease registers the run with the cluster so any replica can stop
+// it and notice if this one dies. Without Redis the run goes on alone.
+func (m *Manager) acquireLease(r *Run, log *zap.Logger) *cluster.Lease {
+	if m.opts.Cluster == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	lease, err := m.opts.Cluster.Acquire(ctx, r.StreamID, func(lost bool) {
+		if lost {
+			r.cancel(ErrLeaseLost)
+		} else {
+			r.cancel(ErrStopped)
+		}
+	})
+	if err != nil {
+		log.Warn("no cluster lease: this answer can only be stopped on this replica", zap.Error(err))
+		return nil
+	}
+	return lease
+}
+
+// StopAnywhere stops a generation on whichever replica runs it and reports
+// whether a live one was found.
+func (m *Manager) StopAnywhere(ctx context.Context, streamID string) (bool, error) {
+	if m.Stop(streamID) {
+		return true, nil
+	}
+	if m.opts.Cluster == nil {
+		return false, nil
+	}
+	return m.opts.Cluster.RequestStop(ctx, streamID)
 }
 
 // runChain executes the chain, turning a panic in any plugin into a
@@ -268,12 +333,18 @@ func outcome(ctx context.Context, perr *pipeline.PluginError) (status, reason st
 		return eventbus.StatusStopped, "shutdown"
 	case errors.Is(cause, ErrTooLong):
 		return eventbus.StatusFailed, pipeline.CodeTimeout
+	case errors.Is(cause, ErrLeaseLost):
+		return eventbus.StatusFailed, ReasonGeneratorLost
 	default:
 		return eventbus.StatusFailed, perr.Code
 	}
 }
 
 func errorPayload(ctx context.Context, perr *pipeline.PluginError) eventbus.Error {
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return eventbus.Error{Code: ReasonGeneratorLost, Stage: string(perr.Stage), Retryable: true,
+			Message: "This answer was ended: the server generating it lost contact with the other servers."}
+	}
 	if errors.Is(context.Cause(ctx), ErrTooLong) {
 		return eventbus.Error{Code: pipeline.CodeTimeout, Stage: string(perr.Stage),
 			Message: "The answer took longer than the configured maximum and was ended."}

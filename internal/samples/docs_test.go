@@ -30,9 +30,9 @@ import (
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/llm"
-	"github.com/chatpipe/chatpipe/internal/plugintest"
 	"github.com/chatpipe/chatpipe/internal/samples"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 	_ "github.com/chatpipe/chatpipe/plugins" // the built-in plugins the documents configure
 )
 
@@ -599,12 +599,12 @@ func TestWritingAPluginExampleCompilesAndFilters(t *testing.T) {
 		t.Fatalf("example_plugin_test.go and the guide's example differ; make them the same.\nguide:\n%s", want)
 	}
 
-	chain := plugintest.Chain(t, "rag",
+	chain := pipelinetest.Chain(t, "rag",
 		[]any{map[string]any{"word_filter": map[string]any{"words": []any{"demo"}}}, "chat_completion_stream"},
 		map[string]map[string]any{"word_filter": {"mask": "[removed]"}})
-	res := plugintest.Run(t.Context(), chain, plugintest.Request{
+	res := pipelinetest.Run(t.Context(), chain, pipelinetest.Request{
 		Query:  "What are you?",
-		Models: plugintest.Models{"default": plugintest.Demo()},
+		Models: pipelinetest.Models{"default": pipelinetest.Demo()},
 	})
 	if res.Err != nil {
 		t.Fatal(res.Err)
@@ -616,7 +616,7 @@ func TestWritingAPluginExampleCompilesAndFilters(t *testing.T) {
 		t.Errorf("word_filter stage = %+v, %v", st, ok)
 	}
 
-	_, err = plugintest.BuildChain("rag", []any{"word_filter", "chat_completion_stream"},
+	_, err = pipelinetest.BuildChain("rag", []any{"word_filter", "chat_completion_stream"},
 		map[string]map[string]any{"word_filter": {"mask_text": "x"}})
 	if err == nil || !strings.Contains(err.Error(), "plugins.word_filter") || !strings.Contains(err.Error(), "mask_text") {
 		t.Errorf("a misspelt setting gave %v; want an error naming plugins.word_filter and mask_text", err)

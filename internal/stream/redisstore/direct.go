@@ -94,3 +94,35 @@ func (s *Store) LastSeq(ctx context.Context, id string) (int64, error) {
 	}
 	return 0, nil
 }
+
+// markBroken flags a stream broken and adds the broken marker after its
+// top entry, waking tailing readers (who then resync).
+//
+// KEYS: stream, meta. ARGV: ttl ms.
+var markBroken = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[2], 'broken', '1')
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local seq = 0
+if #top > 0 then
+  seq = tonumber(string.match(top[1][1], '^(%d+)'))
+end
+redis.pcall('XADD', KEYS[1], seq .. '-2', 'ctl', 'broken')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1
+`)
+
+// MarkBroken declares stream id incomplete in Redis: readers resuming or
+// tailing it from Redis get stream.ErrExpired and reload the saved message.
+// Another replica uses it for a stream whose generator finished (and
+// saved its answer) while its events could not reach Redis.
+func (s *Store) MarkBroken(ctx context.Context, id string) error {
+	err := markBroken.Run(ctx, s.client, []string{s.streamKey(id), s.metaKey(id)}, s.cfg.FinishedTTL.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("redis stream store: mark %s broken: %w: %w", id, stream.ErrUnavailable, err)
+	}
+	return nil
+}

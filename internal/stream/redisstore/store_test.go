@@ -392,3 +392,28 @@ func TestCloseEndsTailingReadersPromptly(t *testing.T) {
 		t.Fatalf("fetch after close: err = %v, want ErrClosed", err)
 	}
 }
+
+func TestMarkBrokenEndsTailingReadersWithAResync(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := redistest.Config(t)
+	gen := redistest.OpenConfig(t, cfg, redisstore.Options{})
+	other := redistest.OpenConfig(t, cfg, redisstore.Options{})
+	_ = gen.Create(ctx, "s")
+	appendRange(t, gen, "s", 1, 3)
+	mustFlush(t, gen)
+	sub, err := other.Subscribe(ctx, "s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := other.MarkBroken(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streamtest.ReadAll(sub); !errors.Is(err, stream.ErrExpired) {
+		t.Fatalf("tailing reader: err = %v, want ErrExpired", err)
+	}
+	if _, err := other.Subscribe(ctx, "s", 3); !errors.Is(err, stream.ErrExpired) {
+		t.Fatalf("resume after MarkBroken: err = %v, want ErrExpired", err)
+	}
+}

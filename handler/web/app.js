@@ -1,0 +1,422 @@
+// chatpipe's built-in chat page: sessions, the question box, the live
+// answer (answer.js), Stop, and the knowledge base. It uses the public
+// HTTP API only (api.js).
+(function () {
+  'use strict';
+
+  var C = window.Chatpipe;
+  var SESSION_STORE = 'chatpipe.session';
+
+  var state = {
+    sessions: [],
+    session: null, // the open session's id; null = a new chat not yet created
+    modes: [],
+    defaultMode: '',
+    live: null, // {view, ctrl}: the answer whose stream this page reads
+    creating: false, // a new chat is being created for the question
+    opening: 0 // guards openSession against a later click
+  };
+
+  function $(id) { return document.getElementById(id); }
+  var el = C.el;
+
+  // attach makes view the live answer and reads its stream: from resp
+  // (with the ctrl that made it), or by resuming after the view's seq.
+  function attach(view, resp, ctrl) {
+    if (!ctrl) {
+      detachLive();
+      ctrl = new AbortController();
+      state.live = { view: view, ctrl: ctrl };
+      updateComposer();
+    }
+    C.follow(view, resp, ctrl.signal).then(function () {
+      if (state.live && state.live.view === view) {
+        state.live = null;
+        updateComposer();
+      }
+    });
+  }
+
+  // detachLive stops reading the live stream (the answer goes on being
+  // generated and saved on the server).
+  function detachLive() {
+    if (!state.live) return;
+    state.live.view.saveSnapshot();
+    state.live.ctrl.abort();
+    state.live = null;
+    updateComposer();
+  }
+
+  // ---- The page ----
+
+  var ui = {};
+
+  function showBanner(msg) {
+    ui.banner.textContent = msg;
+    ui.banner.hidden = !msg;
+  }
+
+  function askForKey(msg) {
+    showBanner(msg + ' Enter your API key under "API key" in the side panel.');
+    $('key-box').open = true;
+  }
+
+  function updateComposer() {
+    var live = state.live && !state.live.view.done;
+    ui.send.hidden = !!live;
+    ui.stop.hidden = !live;
+    ui.stop.disabled = false;
+  }
+
+  function scrollToEnd() {
+    var m = ui.messages;
+    if (m.scrollHeight - m.scrollTop - m.clientHeight < 160) m.scrollTop = m.scrollHeight;
+  }
+
+  function clearMessages() {
+    ui.messages.textContent = '';
+    ui.messages.append(ui.empty);
+    ui.empty.hidden = false;
+  }
+
+  function addUser(text) {
+    ui.empty.hidden = true;
+    var a = el('article', 'msg user');
+    a.append(el('div', 'bubble', text));
+    ui.messages.append(a);
+  }
+
+  function addAnswer(view) {
+    ui.empty.hidden = true;
+    ui.messages.append(view.el);
+  }
+
+  function renderSessions() {
+    ui.sessions.textContent = '';
+    state.sessions.forEach(function (s) {
+      var row = el('div', 'session' + (s.id === state.session ? ' active' : ''));
+      row.dataset.id = s.id;
+      var open = el('button', 'open', s.title);
+      open.type = 'button';
+      open.title = s.title;
+      open.addEventListener('click', function () { openSession(s.id); closeMenu(); });
+      var del = el('button', 'del', '×');
+      del.type = 'button';
+      del.title = 'Delete this chat';
+      del.setAttribute('aria-label', 'Delete chat ' + s.title);
+      del.addEventListener('click', function () { deleteSession(s.id); });
+      row.append(open, del);
+      ui.sessions.append(row);
+    });
+  }
+
+  function setTitle(text) {
+    ui.title.textContent = text;
+    document.title = text === 'New chat' ? 'chatpipe' : text + ' · chatpipe';
+  }
+
+  function setMode(mode) {
+    if (mode && state.modes.indexOf(mode) >= 0) ui.mode.value = mode;
+  }
+
+  async function loadModes() {
+    var data = await C.api('GET', '/api/v1/modes');
+    state.modes = data.modes || [];
+    state.defaultMode = data.default || state.modes[0] || '';
+    ui.mode.textContent = '';
+    state.modes.forEach(function (m) {
+      var o = el('option', '', m);
+      o.value = m;
+      ui.mode.append(o);
+    });
+    setMode(state.defaultMode);
+  }
+
+  async function loadSessions() {
+    var data = await C.api('GET', '/api/v1/sessions?limit=200');
+    state.sessions = data.sessions || [];
+    renderSessions();
+  }
+
+  function showDraft() {
+    detachLive();
+    state.session = null;
+    state.opening++;
+    localStorage.removeItem(SESSION_STORE);
+    clearMessages();
+    setTitle('New chat');
+    setMode(state.defaultMode);
+    renderSessions();
+    ui.question.focus();
+  }
+
+  async function openSession(id) {
+    detachLive();
+    var token = ++state.opening;
+    state.session = id;
+    localStorage.setItem(SESSION_STORE, id);
+    renderSessions();
+    var s = state.sessions.find(function (x) { return x.id === id; });
+    setTitle(s ? s.title : 'Chat');
+    if (s) setMode(s.mode);
+    var data;
+    try {
+      data = await C.api('GET', '/api/v1/sessions/' + encodeURIComponent(id) + '/messages');
+    } catch (e) {
+      if (token === state.opening) showBanner(e.message);
+      return;
+    }
+    if (token !== state.opening) return; // another session was opened meanwhile
+    clearMessages();
+    var live = null;
+    (data.messages || []).forEach(function (m) {
+      if (m.role === 'user') { addUser(m.content); return; }
+      var view = new C.AnswerView(m.id, id);
+      if (m.status === 'streaming') {
+        if (!view.restore()) view.render();
+        live = view;
+      } else {
+        view.setSaved(m);
+      }
+      addAnswer(view);
+    });
+    ui.messages.scrollTop = ui.messages.scrollHeight;
+    if (live) attach(live, null); // continue after the snapshot's seq (or replay all of it)
+  }
+
+  async function deleteSession(id) {
+    try {
+      await C.api('DELETE', '/api/v1/sessions/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404) { showBanner(e.message); return; }
+    }
+    state.sessions = state.sessions.filter(function (s) { return s.id !== id; });
+    if (state.session === id) showDraft();
+    else renderSessions();
+  }
+
+  async function ask(text) {
+    if (state.live || state.creating) return;
+    showBanner('');
+    var mode = ui.mode.value || undefined;
+    var sessionId = state.session;
+    if (!sessionId) {
+      var title = text.replace(/\s+/g, ' ').trim();
+      if (title.length > 60) title = title.slice(0, 57) + '…';
+      var s;
+      state.creating = true; // one new chat per question, however fast the clicks
+      try {
+        s = await C.api('POST', '/api/v1/sessions', { title: title, mode: mode });
+      } catch (e) {
+        showBanner(e.message);
+        return;
+      } finally {
+        state.creating = false;
+      }
+      state.sessions.unshift(s);
+      state.session = sessionId = s.id;
+      state.opening++;
+      localStorage.setItem(SESSION_STORE, s.id);
+      setTitle(s.title);
+      renderSessions();
+    }
+    addUser(text);
+    var view = new C.AnswerView(null, sessionId);
+    addAnswer(view);
+    ui.messages.scrollTop = ui.messages.scrollHeight;
+    var ctrl = new AbortController();
+    state.live = { view: view, ctrl: ctrl };
+    updateComposer();
+    var resp;
+    try {
+      resp = await fetch('/api/v1/sessions/' + encodeURIComponent(sessionId) + '/messages', {
+        method: 'POST',
+        headers: C.headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+        body: JSON.stringify({ content: text, mode: mode }),
+        signal: ctrl.signal
+      });
+    } catch (e) {
+      if (ctrl.signal.aborted) return;
+      view.done = true;
+      view.status = 'failed';
+      view.error = 'The question could not be sent; check the connection and try again.';
+      view.render();
+      state.live = null;
+      updateComposer();
+      return;
+    }
+    if (!resp.ok) {
+      var err = await C.errorOf(resp);
+      view.done = true;
+      view.status = 'failed';
+      view.error = err.message;
+      view.render();
+      state.live = null;
+      updateComposer();
+      return;
+    }
+    view.id = resp.headers.get('X-Message-Id');
+    view.saveSnapshot();
+    attach(view, resp, ctrl);
+  }
+
+  async function stop() {
+    var live = state.live;
+    if (!live || !live.view.id) return;
+    ui.stop.disabled = true;
+    try {
+      await C.api('POST', '/api/v1/streams/' + encodeURIComponent(live.view.id) + '/stop');
+    } catch (e) {
+      showBanner(e.message);
+      ui.stop.disabled = false;
+    }
+    // The stream itself brings stream.finished{"status":"stopped"}.
+  }
+
+  // ---- Knowledge base ----
+
+  async function loadDocuments() {
+    var data;
+    try {
+      data = await C.api('GET', '/api/v1/knowledge/documents?limit=100');
+    } catch (e) {
+      return;
+    }
+    ui.documents.textContent = '';
+    (data.documents || []).forEach(function (d) {
+      var li = el('li', 'doc');
+      li.append(el('span', '', d.title));
+      li.firstChild.title = d.title + ' · ' + d.chunks + ' passages';
+      var del = el('button', 'del', '×');
+      del.type = 'button';
+      del.title = 'Remove from the knowledge base';
+      del.addEventListener('click', async function () {
+        try {
+          await C.api('DELETE', '/api/v1/knowledge/documents/' + encodeURIComponent(d.id));
+          loadDocuments();
+        } catch (e) { ui.uploadStatus.textContent = e.message; }
+      });
+      li.append(del);
+      ui.documents.append(li);
+    });
+    if (!ui.uploadStatus.dataset.keep) ui.uploadStatus.textContent = data.total + ' document' + (data.total === 1 ? '' : 's');
+  }
+
+  async function upload(ev) {
+    ev.preventDefault();
+    var file = ui.file.files[0];
+    if (!file) { ui.uploadStatus.textContent = 'Choose a file first.'; return; }
+    var form = new FormData();
+    form.append('file', file);
+    ui.uploadBtn.disabled = true;
+    ui.uploadStatus.textContent = 'Uploading…';
+    try {
+      var resp = await fetch('/api/v1/knowledge/documents', { method: 'POST', headers: C.headers(), body: form });
+      if (!resp.ok) throw await C.errorOf(resp);
+      var d = await resp.json();
+      ui.uploadStatus.textContent = d.duplicate ? '“' + d.title + '” is already in the knowledge base.'
+        : 'Added “' + d.title + '” (' + d.chunks + ' passages).';
+      ui.uploadStatus.dataset.keep = '1';
+      ui.file.value = '';
+      ui.uploadName.textContent = 'Choose a .md, .txt or .html file';
+      loadDocuments();
+    } catch (e) {
+      ui.uploadStatus.textContent = e.message;
+    } finally {
+      ui.uploadBtn.disabled = false;
+    }
+  }
+
+  // ---- Wiring ----
+
+  function closeMenu() {
+    $('app').classList.remove('menu-open');
+    ui.scrim.hidden = true;
+  }
+
+  function autosize() {
+    ui.question.style.height = 'auto';
+    ui.question.style.height = Math.min(ui.question.scrollHeight, 200) + 'px';
+  }
+
+  async function start() {
+    showBanner('');
+    try {
+      await loadModes();
+      await loadSessions();
+    } catch (e) {
+      if (e.status !== 401) showBanner(e.message || 'The server cannot be reached.');
+      return;
+    }
+    var saved = localStorage.getItem(SESSION_STORE);
+    if (saved && state.sessions.some(function (s) { return s.id === saved; })) await openSession(saved);
+    else showDraft();
+    loadDocuments();
+  }
+
+  function init() {
+    C.onUnauthorized = askForKey;
+    ['banner', 'messages', 'empty', 'sessions', 'send', 'stop', 'question', 'mode', 'title', 'documents', 'scrim']
+      .forEach(function (id) { ui[id] = $(id); });
+    ui.file = $('upload-file');
+    ui.uploadName = $('upload-name');
+    ui.uploadBtn = $('upload-btn');
+    ui.uploadStatus = $('upload-status');
+
+    $('composer').addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var text = ui.question.value;
+      if (!text.trim() || state.live || state.creating) return;
+      ui.question.value = '';
+      autosize();
+      ask(text);
+    });
+    ui.question.addEventListener('keydown', function (ev) {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        $('composer').requestSubmit();
+      }
+    });
+    ui.question.addEventListener('input', autosize);
+    ui.stop.addEventListener('click', stop);
+    $('new-chat').addEventListener('click', function () { showDraft(); closeMenu(); });
+    $('upload-form').addEventListener('submit', upload);
+    ui.file.addEventListener('change', function () {
+      ui.uploadName.textContent = ui.file.files[0] ? ui.file.files[0].name : 'Choose a .md, .txt or .html file';
+    });
+    $('key-input').value = C.key;
+    $('key-form').addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      C.key = $('key-input').value.trim();
+      if (C.key) localStorage.setItem(C.KEY_STORE, C.key);
+      else localStorage.removeItem(C.KEY_STORE);
+      $('key-box').open = false;
+      start();
+    });
+    $('menu').addEventListener('click', function () {
+      $('app').classList.add('menu-open');
+      ui.scrim.hidden = false;
+    });
+    ui.scrim.addEventListener('click', closeMenu);
+    ui.messages.addEventListener('click', function (ev) {
+      var a = ev.target.closest('a.cite');
+      if (!a) return;
+      ev.preventDefault();
+      var ref = document.getElementById(a.getAttribute('href').slice(1));
+      if (!ref) return;
+      ref.querySelector('details').open = true;
+      ref.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+      ref.classList.add('flash');
+      setTimeout(function () { ref.classList.remove('flash'); }, 1200);
+    });
+    // Keep the snapshot exact when the page goes away mid-answer.
+    window.addEventListener('pagehide', function () { if (state.live) state.live.view.saveSnapshot(); });
+    new MutationObserver(scrollToEnd).observe(ui.messages, { childList: true, subtree: true, characterData: true });
+
+    C.cleanSnapshots();
+    start();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
+  else init();
+})();

@@ -1,0 +1,84 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// StatelessRequest is a question asked with its history in hand, by a
+// client that keeps the conversation itself (the stateless chat API, the
+// OpenAI-compatible API).
+type StatelessRequest struct {
+	TenantID string                    // the caller's tenant: scopes the knowledge search
+	Mode     string                    // "" = the default mode
+	History  []pipeline.HistoryMessage // earlier turns, oldest first
+	Question string
+}
+
+// StartStateless starts a generation that persists nothing: no session, no
+// message rows. Everything else is Start's: the stream store (so readers
+// replay and resume), the bus and its subscribers, the guard, a context of
+// its own and the cancel registry (so Stop works). The request's history
+// is what load_history reads. The run's StreamID names the stream;
+// stream.started carries no session.
+func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Run, error) {
+	setup := m.opts.Setup()
+	mode := cmp.Or(req.Mode, setup.DefaultMode)
+	chain, ok := setup.Chains[mode]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
+	}
+	if err := m.admit(); err != nil {
+		return nil, err
+	}
+	id := newID()
+	if err := m.opts.Streams.Create(ctx, id); err != nil {
+		m.wg.Done()
+		return nil, err
+	}
+
+	tenant := cmp.Or(req.TenantID, history.DefaultTenant)
+	info := Info{StreamID: id, Mode: mode, TenantID: tenant}
+	log := m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true))
+	r, runCtx, g, p := m.launch(info, setup, log, false)
+	cm := &pipeline.ChatManage{
+		TenantID:  tenant,
+		MessageID: id,
+		Mode:      mode,
+		Query:     req.Question,
+		Emitter:   g,
+		Messages:  statelessHistory(req.History),
+		Models:    setup.Models,
+		Knowledge: m.opts.Knowledge,
+	}
+	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
+	go m.execute(runCtx, r, chain, cm, g, p, log)
+	return r, nil
+}
+
+// statelessHistory serves a request's own history to load_history: the
+// last limit messages, whatever session and cursor it asks for.
+type statelessHistory []pipeline.HistoryMessage
+
+// RecentMessages implements pipeline.MessageReader.
+func (h statelessHistory) RecentMessages(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
+	from := 0
+	if limit >= 0 && len(h) > limit {
+		from = len(h) - limit
+	}
+	out := make([]pipeline.HistoryMessage, 0, len(h)-from)
+	for _, m := range h[from:] {
+		if m.Status == "" {
+			m.Status = history.StatusCompleted
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

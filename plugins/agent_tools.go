@@ -1,0 +1,215 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cloudwego/eino/schema"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/tools"
+)
+
+// errToolTimeout ends a tool call that ran past its timeout.
+var errToolTimeout = errors.New("tool call timed out")
+
+// toolOutcome is the result of one tool call.
+type toolOutcome struct {
+	index  int // position in the cycle's calls, from 0
+	call   schema.ToolCall
+	output string // the tool's output, or for a failure the reason
+	status string // eventbus.ToolCompleted, ToolFailed or ToolDenied
+}
+
+// forModel is what the model reads: the output, or the failure marked as
+// such so that it is not taken for data.
+func (o toolOutcome) forModel() string {
+	switch o.status {
+	case eventbus.ToolCompleted:
+		return o.output
+	case eventbus.ToolDenied:
+		return o.output
+	default:
+		return "Error: " + o.output
+	}
+}
+
+// runTools runs a cycle's tool calls concurrently and returns their
+// outcomes in call order. Each outcome streams as a tool_result as soon as
+// it is known (completion order), preceded by a references event when the
+// call found passages. A call of a tool that needs approval asks first
+// and waits, without holding up the other calls. Every call gets exactly
+// one result, also when the run is stopped.
+func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCall) []toolOutcome {
+	results := make(chan toolOutcome, len(calls))
+	for i, call := range calls {
+		c, err := r.check(call)
+		if err != nil {
+			results <- toolOutcome{index: i, call: call, output: err.Error(), status: eventbus.ToolFailed}
+			continue
+		}
+		var decision <-chan string
+		if c.RequireApproval {
+			decision = r.askApproval(turn, i+1, call)
+		}
+		env := tools.NewEnv(r.cm, r.refs, call.ID)
+		r.stragglers.Add(1)
+		go func() {
+			defer r.stragglers.Done()
+			if c.RequireApproval {
+				if out, denied := r.awaitApproval(ctx, turn, i+1, call, decision); denied {
+					results <- out
+					return
+				}
+			}
+			results <- r.call(ctx, c, env, i, call)
+		}()
+	}
+
+	outcomes := make([]toolOutcome, len(calls))
+	reported := r.refs.Len()
+	for range calls {
+		o := <-results
+		if n := r.refs.Len(); n > reported {
+			reported = n
+			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: r.refs.Items()}), turn, o.index+1)
+		}
+		o.output = truncateOutput(o.output, r.p.cfg.MaxResultChars)
+		r.emitPlaced(eventbus.Of(eventbus.TypeToolResult,
+			eventbus.ToolResult{ToolCallID: o.call.ID, Output: o.output, Status: o.status}), turn, o.index+1)
+		outcomes[o.index] = o
+	}
+	return outcomes
+}
+
+// check finds the called tool and checks the arguments are JSON.
+func (r *agentRun) check(call schema.ToolCall) (*tools.Configured, error) {
+	c, ok := r.p.tools.Lookup(call.Function.Name)
+	if !ok {
+		return nil, fmt.Errorf("there is no tool named %q (tools: %s)", call.Function.Name, toolNames(r.p.tools))
+	}
+	if args := strings.TrimSpace(call.Function.Arguments); args != "" && !json.Valid([]byte(args)) {
+		return nil, errors.New("the arguments are not valid JSON; call the tool again with a JSON object")
+	}
+	return c, nil
+}
+
+// call runs one tool call within its timeout. A panic, an error and a
+// timeout all become a failed outcome; at its deadline (or a stop) the
+// outcome is failed at once, even if the tool has not returned yet (it is
+// waited for when the run ends).
+func (r *agentRun) call(ctx context.Context, c *tools.Configured, env *tools.Env, index int, call schema.ToolCall) toolOutcome {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.Timeout, errToolTimeout)
+	defer cancel()
+	done := make(chan toolOutcome, 1)
+	r.stragglers.Add(1)
+	go func() {
+		defer r.stragglers.Done()
+		o := toolOutcome{index: index, call: call, status: eventbus.ToolFailed}
+		defer func() {
+			if v := recover(); v != nil {
+				o.output = fmt.Sprintf("the tool %s failed unexpectedly", c.Name())
+			}
+			done <- o
+		}()
+		out, err := c.Tool.Run(ctx, env, call.Function.Arguments)
+		switch {
+		case ctx.Err() != nil:
+			o.output = interruption(ctx, c)
+		case err != nil:
+			o.output = err.Error()
+		default:
+			o.output, o.status = out, eventbus.ToolCompleted
+		}
+	}()
+	select {
+	case o := <-done:
+		return o
+	case <-ctx.Done():
+		return toolOutcome{index: index, call: call, output: interruption(ctx, c), status: eventbus.ToolFailed}
+	}
+}
+
+// interruption says why a call's context ended.
+func interruption(ctx context.Context, c *tools.Configured) string {
+	if errors.Is(context.Cause(ctx), errToolTimeout) {
+		return fmt.Sprintf("the tool %s did not finish within %s", c.Name(), c.Timeout)
+	}
+	return "the call was stopped"
+}
+
+// askApproval announces that a call waits for the user's decision and
+// returns where the decision arrives (nil when no one can answer).
+func (r *agentRun) askApproval(turn, tab int, call schema.ToolCall) <-chan string {
+	var decision <-chan string
+	if r.cm.Approvals != nil {
+		decision = r.cm.Approvals.Open(call.ID)
+	}
+	r.emitPlaced(eventbus.Of(eventbus.TypeToolCallApprovalRequest, eventbus.ToolApproval{
+		ToolCallID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments,
+		ExpiresAt: time.Now().Add(r.p.cfg.ApprovalTimeout).UnixMilli(),
+	}), turn, tab)
+	return decision
+}
+
+// awaitApproval waits for the decision on a call: the user's, or a denial
+// when approval_timeout passes or the run is stopped. It reports the
+// decision on the stream and, for a denial, the call's outcome.
+func (r *agentRun) awaitApproval(ctx context.Context, turn, tab int, call schema.ToolCall,
+	decision <-chan string) (toolOutcome, bool) {
+	timer := time.NewTimer(r.p.cfg.ApprovalTimeout)
+	defer timer.Stop()
+	var d, reason string
+	if decision == nil { // no one can answer
+		d, reason = eventbus.DecisionDeny, eventbus.DecidedUnavailable
+	} else {
+		select {
+		case d = <-decision:
+			reason = eventbus.DecidedByUser
+		case <-timer.C:
+			d, reason = eventbus.DecisionDeny, eventbus.DecidedByTimeout
+		case <-ctx.Done():
+			d, reason = eventbus.DecisionDeny, eventbus.DecidedByStop
+		}
+	}
+	if r.cm.Approvals != nil {
+		r.cm.Approvals.Close(call.ID)
+	}
+	if d != eventbus.DecisionAllow {
+		d = eventbus.DecisionDeny
+	}
+	r.emitPlaced(eventbus.Of(eventbus.TypeToolCallApprovalDecision, eventbus.ToolApproval{
+		ToolCallID: call.ID, Name: call.Function.Name, Decision: d, Reason: reason}), turn, tab)
+	if d == eventbus.DecisionAllow {
+		return toolOutcome{}, false
+	}
+	out := "denied by user"
+	switch reason {
+	case eventbus.DecidedByTimeout:
+		out = "denied: no one approved the call in time"
+	case eventbus.DecidedByStop:
+		out = "denied: the answer was stopped"
+	case eventbus.DecidedUnavailable:
+		out = "denied: approvals cannot be asked for here"
+	}
+	return toolOutcome{index: tab - 1, call: call, output: out, status: eventbus.ToolDenied}, true
+}
+
+// truncateOutput bounds a tool's output, saying so at the cut.
+func truncateOutput(s string, maxChars int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= maxChars {
+		return s
+	}
+	cut := 0
+	for range maxChars {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+	}
+	return s[:cut] + fmt.Sprintf("\n… (output cut at %d of %d characters)", maxChars, n)
+}
