@@ -68,7 +68,9 @@ func (t testTool) Info() *schema.ToolInfo {
 		ParamsOneOf: schema.NewParamsOneOfByParams(map[string]*schema.ParameterInfo{"key": {Type: schema.String}})}
 }
 
-func (t testTool) Run(ctx context.Context, _ *tools.Env, args string) (string, error) { return t.run(ctx, args) }
+func (t testTool) Run(ctx context.Context, _ *tools.Env, args string) (string, error) {
+	return t.run(ctx, args)
+}
 
 func init() {
 	register := func(name string, run func(ctx context.Context, args string) (string, error)) {

@@ -225,3 +225,63 @@ func newSession(b *testing.B, client *http.Client, base, mode string) string {
 	_ = json.NewDecoder(resp.Body).Decode(&s)
 	return s.ID
 }
+
+// BenchmarkRequestOverhead measures what API keys, the rate limiter and
+// metrics add to one request (GET /api/v1/sessions, served in process),
+// against the same server with all three off.
+func BenchmarkRequestOverhead(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		edit func(*config.Config)
+	}{
+		{"bare", func(c *config.Config) { c.Metrics.Enabled = false }},
+		{"auth+limits+metrics", func(c *config.Config) {
+			c.Auth.Keys = []config.AuthKey{{Tenant: "acme", Key: "acme-0123456789abcdef"}}
+			c.Limits.RatePerSecond, c.Limits.RateBurst = 1e9, 1000
+			c.Limits.MaxConcurrentStreams = 100
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := benchConfig(b, "http://provider.invalid/v1")
+			tc.edit(cfg)
+			a, err := app.New(context.Background(), cfg, app.Options{Logger: zap.NewNop()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = a.Close() })
+			h := a.Handler()
+			req := httptest.NewRequest("GET", "/api/v1/sessions", nil)
+			req.Header.Set("Authorization", "Bearer acme-0123456789abcdef")
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamedDeltaMetrics is BenchmarkStreamedDelta with metrics off
+// and on: what metrics add per delta.
+func BenchmarkStreamedDeltaMetrics(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "metrics-off", true: "metrics-on"}[on], func(b *testing.B) {
+			cfg := benchConfig(b, "http://provider.invalid/v1")
+			cfg.Metrics.Enabled = on
+			client := &http.Client{Transport: memoryProvider{n: b.N}}
+			srv, session := benchApp(b, cfg, client)
+			b.ReportAllocs()
+			b.ResetTimer()
+			resp, err := http.Post(srv.URL+"/api/v1/sessions/"+session+"/messages", "application/json",
+				strings.NewReader(`{"content":"benchmark question"}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+}

@@ -130,7 +130,7 @@ func (o *streamObserver) handle(ev *eventbus.Event) {
 			o.m.stage.WithLabelValues(p.Name, p.Status).Observe(float64(p.ElapsedMS) / 1000)
 		}
 	case eventbus.Usage:
-		if p.TTFTMS > 0 {
+		if p.TTFTMS > 0 || p.CompletionTokens > 0 { // 0 ms with tokens: a sub-millisecond first token
 			o.m.ttft.WithLabelValues(o.mode).Observe(float64(p.TTFTMS) / 1000)
 		}
 		if p.CompletionTokens > 1 && p.TotalMS > p.TTFTMS {
