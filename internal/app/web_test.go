@@ -41,7 +41,7 @@ func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CHATPIPE_TEST_BROWSER") == "" {
-			t.Skipf("skipping the browser test: %s is not installed (apt-get install chromium; .ci/run does it). "+
+			t.Skipf("browser test skipped: Chromium unavailable at %s (apt-get install chromium; .ci/run does it). "+
 				"Set CHATPIPE_TEST_BROWSER=1 to make this a failure.", chromiumPath)
 		}
 		t.Fatalf("CHATPIPE_TEST_BROWSER is set but %s is missing: %v", chromiumPath, err)
