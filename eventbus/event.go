@@ -108,6 +108,16 @@ type StreamStarted struct {
 	MessageID     string `json:"message_id"`
 	UserMessageID string `json:"user_message_id"`
 	Mode          string `json:"mode"`
+	// Models lists, when several models answer side by side, each model
+	// and the message its answer is saved as (the first is MessageID).
+	// Their events carry placement.model.
+	Models []ModelAnswer `json:"models,omitempty"`
+}
+
+// ModelAnswer is one model answering side by side and its message.
+type ModelAnswer struct {
+	Model     string `json:"model"`
+	MessageID string `json:"message_id"`
 }
 
 // Stage is the payload of stage: a pipeline stage's progress.

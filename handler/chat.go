@@ -65,24 +65,7 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		h.internal(c, "start stateless answer", err)
 		return
 	}
-	c.Header("X-Message-Id", r.StreamID)
-	if req.Stream == nil || *req.Stream {
-		h.serveStream(c, r.StreamID, 0)
-		return
-	}
-	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), r.StreamID, 0)
-	if err != nil {
-		h.internal(c, "subscribe to stream", err)
-		return
-	}
-	defer sub.Close()
-	msg, err := gather(c.Request.Context(), sub)
-	if err != nil {
-		h.internal(c, "gather answer", err)
-		return
-	}
-	renewWriteDeadline(c, cfg.Server.WriteTimeout)
-	c.JSON(http.StatusOK, msg)
+	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
 }
 
 // statelessTurns checks a stateless conversation and splits it into the

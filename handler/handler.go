@@ -83,6 +83,7 @@ func New(deps Deps) http.Handler {
 	api.POST("/sessions/:id/messages", h.postMessage)
 	api.GET("/streams/:id", h.resumeAnyStream)     // sessions' streams and live stateless ones
 	api.POST("/streams/:id/stop", h.stopAnyStream) // likewise
+	api.POST("/streams/:id/approvals/:tool_call_id", h.decideApproval)
 	api.POST("/chat", h.statelessChat)
 	api.GET("/modes", h.listModes)
 	api.POST("/knowledge/documents", h.addDocument)

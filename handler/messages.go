@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,9 @@ type postMessageRequest struct {
 	Content string `json:"content"`
 	Mode    string `json:"mode"`
 	Stream  *bool  `json:"stream"`
+	// Models names 2 or 3 models to answer side by side on one stream
+	// (streamed only); each answer is saved as its own message.
+	Models []string `json:"models"`
 }
 
 // postMessage asks a question. The answer streams as SSE (the default) or,
@@ -47,10 +51,15 @@ func (h *Handler) postMessage(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
 		return
 	}
+	if req.Models != nil && req.Stream != nil && !*req.Stream {
+		abort(c, http.StatusBadRequest, "stream_required",
+			`Answers of several models come as one event stream; leave out "stream": false.`)
+		return
+	}
 
 	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
 		return h.deps.Runs.Start(c.Request.Context(), run.StartRequest{
-			TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode})
+			TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode, Models: req.Models})
 	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })
 	if !ok {
 		return
@@ -67,27 +76,27 @@ func (h *Handler) postMessage(c *gin.Context) {
 	case errors.Is(err, run.ErrShuttingDown):
 		abort(c, http.StatusServiceUnavailable, "shutting_down", "The server is restarting; try again in a moment.")
 		return
+	case errors.Is(err, run.ErrBadModels):
+		abort(c, http.StatusBadRequest, "invalid_models", `"models": `+strings.TrimPrefix(err.Error(), run.ErrBadModels.Error()+": ")+".")
+		return
+	case errors.Is(err, run.ErrUnknownModel):
+		abort(c, http.StatusBadRequest, "unknown_model", "A model in \"models\" is not configured: "+
+			strings.TrimPrefix(err.Error(), run.ErrUnknownModel.Error()+" ")+" (models: "+h.modelNames()+").")
+		return
 	case err != nil:
 		h.internal(c, "start answer", err)
 		return
 	}
 
-	c.Header("X-Message-Id", r.StreamID)
-	if req.Stream == nil || *req.Stream {
-		h.serveStream(c, r.StreamID, 0)
-		return
+	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
+}
+
+// modelNames lists the configured models, for error messages.
+func (h *Handler) modelNames() string {
+	names := make([]string, 0, len(h.cfg().Models))
+	for name := range h.cfg().Models {
+		names = append(names, name)
 	}
-	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), r.StreamID, 0)
-	if err != nil {
-		h.internal(c, "subscribe to stream", err)
-		return
-	}
-	defer sub.Close()
-	msg, err := gather(c.Request.Context(), sub)
-	if err != nil {
-		h.internal(c, "gather answer", err)
-		return
-	}
-	renewWriteDeadline(c, cfg.Server.WriteTimeout) // the answer may have taken longer than one write may
-	c.JSON(http.StatusOK, msg)
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/metrics"
+	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
 
@@ -56,6 +57,20 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
 	w.metrics = h.deps.Metrics
 	ctx := c.Request.Context()
+	if after > 0 && !done {
+		// A reader resuming past a tool call's approval request that is
+		// still open is asked again: it may have lost its state.
+		pending, err := run.PendingApprovals(ctx, h.deps.Streams, id, after)
+		if err != nil {
+			h.log.Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
+		}
+		w.again(pending)
+	}
+	if len(recs) == 0 { // answer with the headers now, not at the next event
+		if err := w.flush(); err != nil {
+			return
+		}
+	}
 	heartbeat := time.NewTicker(h.cfg().Stream.Heartbeat)
 	defer heartbeat.Stop()
 	for {
@@ -148,6 +163,19 @@ func (w *sseWriter) records(recs []stream.Record) error {
 	return w.flush()
 }
 
+// again adds events sent before, as stored but without their id line, so
+// the client's Last-Event-ID is left as it was (pending approval requests
+// re-sent to a resuming reader). Written with the next flush.
+func (w *sseWriter) again(recs []stream.Record) {
+	for _, r := range recs {
+		w.buf = append(w.buf, "event: "...)
+		w.buf = append(w.buf, r.Type...)
+		w.buf = append(w.buf, "\ndata: "...)
+		w.buf = append(w.buf, r.Data...)
+		w.buf = append(w.buf, "\n\n"...)
+	}
+}
+
 func (w *sseWriter) ping() error {
 	w.buf = append(w.buf, ": ping\n\n"...)
 	return w.flush()
@@ -179,6 +207,30 @@ func (w *sseWriter) flush() error {
 		return err
 	}
 	return w.rc.Flush()
+}
+
+// answer sends a started generation to its requester: as the SSE stream,
+// or (streaming false) as the finished message gathered from that same
+// stream.
+func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
+	c.Header("X-Message-Id", streamID)
+	if streaming {
+		h.serveStream(c, streamID, 0)
+		return
+	}
+	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), streamID, 0)
+	if err != nil {
+		h.internal(c, "subscribe to stream", err)
+		return
+	}
+	defer sub.Close()
+	msg, err := gather(c.Request.Context(), sub)
+	if err != nil {
+		h.internal(c, "gather answer", err)
+		return
+	}
+	renewWriteDeadline(c, h.cfg().Server.WriteTimeout) // the answer may have taken longer than one write may
+	c.JSON(http.StatusOK, msg)
 }
 
 // gather reads a whole stream and builds the message it produced: the

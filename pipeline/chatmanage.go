@@ -21,6 +21,10 @@ type ChatManage struct {
 	UserMessageID string
 	Mode          string
 	Query         string // the user's question as asked
+	// Model, when set, is the model the generate stage asks instead of its
+	// configured one: a request comparing several models runs the chain
+	// once per model with this set.
+	Model string
 
 	// Filled in by plugins.
 	History        []HistoryMessage     // load_history: earlier turns, oldest first

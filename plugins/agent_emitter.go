@@ -163,7 +163,7 @@ func (e *cycleEmitter) finish(turn *Turn, ok bool, offered []*schema.ToolInfo) [
 	}
 	for i := range extracted {
 		c := &extracted[i]
-		c.ID = "call_" + strconv.Itoa(e.turn) + "_text_" + strconv.Itoa(i+1)
+		c.ID = e.r.idPrefix(e.turn) + "text_" + strconv.Itoa(i+1)
 		e.pass(eventbus.Of(eventbus.TypeToolCallStart, eventbus.ToolCall{ToolCallID: c.ID, Name: c.Function.Name}))
 		e.pass(eventbus.Of(eventbus.TypeToolCallDelta, eventbus.ToolCall{ToolCallID: c.ID, Arguments: c.Function.Arguments}))
 		e.pass(eventbus.Of(eventbus.TypeToolCallEnd,

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -117,10 +118,11 @@ func (p *AgentLoop) ModelName() string { return p.cfg.Model }
 // OnEvent implements pipeline.Plugin.
 func (p *AgentLoop) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline.ChatManage,
 	next func() *pipeline.PluginError) *pipeline.PluginError {
-	m, err := cm.Models.ChatModel(p.cfg.Model)
+	name := cmp.Or(cm.Model, p.cfg.Model)
+	m, err := cm.Models.ChatModel(name)
 	if err != nil {
 		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
-			"The chat model %q is not configured; check config.yaml.", p.cfg.Model)
+			"The chat model %q is not configured; check config.yaml.", name)
 	}
 	r := &agentRun{p: p, cm: cm, model: m, out: cm.Emitter, refs: tools.NewReferences(cm.References), start: time.Now()}
 	defer r.stragglers.Wait() // a tool that ignored its deadline still belongs to this run
@@ -166,7 +168,7 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		r.cm.Emitter = ce
 		r.cm.References = r.refs.Items()
 		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.msgs,
-			TurnOptions{CallOptions: opts, ToolCallIDPrefix: "call_" + strconv.Itoa(cycle) + "_"})
+			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle)})
 		calls := ce.finish(turn, perr == nil, offered)
 		r.cm.Emitter = r.out
 		if perr != nil {
@@ -198,6 +200,15 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		}
 	}
 	return nil // not reached: the last cycle returns
+}
+
+// idPrefix names the tool calls of a cycle that the provider sent without
+// an id, uniquely on the stream (models compared side by side share it).
+func (r *agentRun) idPrefix(cycle int) string {
+	if r.cm.Model != "" {
+		return "call_" + r.cm.Model + "_" + strconv.Itoa(cycle) + "_"
+	}
+	return "call_" + strconv.Itoa(cycle) + "_"
 }
 
 // offer decides what the model is offered in a cycle, as Onyx does: the

@@ -24,6 +24,7 @@ type toolOutcome struct {
 	call   schema.ToolCall
 	output string // the tool's output, or for a failure the reason
 	status string // eventbus.ToolCompleted, ToolFailed or ToolDenied
+	refs   int    // references collected when the call ended
 }
 
 // forModel is what the model reads: the output, or the failure marked as
@@ -47,6 +48,7 @@ func (o toolOutcome) forModel() string {
 // one result, also when the run is stopped.
 func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCall) []toolOutcome {
 	results := make(chan toolOutcome, len(calls))
+	reported := r.refs.Len() // before any call can add to them
 	for i, call := range calls {
 		c, err := r.check(call)
 		if err != nil {
@@ -72,12 +74,12 @@ func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCa
 	}
 
 	outcomes := make([]toolOutcome, len(calls))
-	reported := r.refs.Len()
 	for range calls {
 		o := <-results
-		if n := r.refs.Len(); n > reported {
-			reported = n
-			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: r.refs.Items()}), turn, o.index+1)
+		if o.refs > reported { // the call found passages: announce them before its result
+			reported = o.refs
+			items := r.refs.Items()[:o.refs]
+			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: items}), turn, o.index+1)
 		}
 		o.output = truncateOutput(o.output, r.p.cfg.MaxResultChars)
 		r.emitPlaced(eventbus.Of(eventbus.TypeToolResult,
@@ -118,6 +120,7 @@ func (r *agentRun) call(ctx context.Context, c *tools.Configured, env *tools.Env
 			done <- o
 		}()
 		out, err := c.Tool.Run(ctx, env, call.Function.Arguments)
+		o.refs = r.refs.Len()
 		switch {
 		case ctx.Err() != nil:
 			o.output = interruption(ctx, c)

@@ -73,10 +73,11 @@ func (p *ChatCompletionStream) ModelName() string { return p.cfg.Model }
 // OnEvent implements pipeline.Plugin.
 func (p *ChatCompletionStream) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline.ChatManage,
 	next func() *pipeline.PluginError) *pipeline.PluginError {
-	m, err := cm.Models.ChatModel(p.cfg.Model)
+	name := cmp.Or(cm.Model, p.cfg.Model)
+	m, err := cm.Models.ChatModel(name)
 	if err != nil {
 		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
-			"The chat model %q is not configured; check config.yaml.", p.cfg.Model)
+			"The chat model %q is not configured; check config.yaml.", name)
 	}
 	if perr := p.Generate(ctx, cm, m, p.messages(cm)); perr != nil {
 		return perr

@@ -94,6 +94,9 @@ func (p *ResponseCache) OnEvent(ctx context.Context, _ pipeline.EventType, cm *p
 	case len(cm.History) > 0 && !p.cfg.FollowUps:
 		cm.SkipStage("follow-up question; not cached")
 		return next()
+	case cm.Model != "": // the answers stored are the configured model's
+		cm.SkipStage("the request chose the model; not cached")
+		return next()
 	}
 	question := normalizeQuestion(cm.Query)
 	var version int64

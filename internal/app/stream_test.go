@@ -153,6 +153,7 @@ func TestStopAbortsProviderSavesPartialAndEndsStopped(t *testing.T) {
 	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
 		t.Fatal(err)
 	}
+	before := s.until(isType(eventbus.TypeAnswerDelta)) // some answer text has reached the client
 	var stop struct{ Status, MessageID string }
 	if code := h.call("POST", "/api/v1/streams/"+s.messageID()+"/stop", "", &stop); code != http.StatusAccepted {
 		t.Fatalf("stop: %d", code)
@@ -160,7 +161,7 @@ func TestStopAbortsProviderSavesPartialAndEndsStopped(t *testing.T) {
 	if err := h.provider.WaitAbort(ctxTimeout(t)); err != nil {
 		t.Fatalf("the provider never saw the abort: %v", err)
 	}
-	evs := s.all()
+	evs := append(before, s.all()...)
 	fin := finished(t, evs)
 	if fin.Status != eventbus.StatusStopped || fin.Reason != "user" {
 		t.Fatalf("finished = %+v", fin)

@@ -59,6 +59,7 @@ type Lease struct {
 	once     sync.Once
 	done     chan struct{}
 	stopOnce sync.Once
+	waits    decisionWaits // tool calls waiting for a user's decision (approvals)
 }
 
 // Errors of Acquire.
@@ -175,6 +176,7 @@ func (l *Lease) renew() {
 		case res == 2:
 			l.fireStop(false)
 		}
+		l.pollDecisions()
 	}
 }
 
@@ -234,12 +236,13 @@ func (c *Coordinator) RequestStop(ctx context.Context, streamID string) (bool, e
 	return true, nil
 }
 
-// listen receives stop requests for generations this replica runs.
-// go-redis resubscribes by itself after a lost connection; a stop sent
-// meanwhile is still found through its key at the next renewal.
+// listen receives stop requests, and decisions on tool calls, for
+// generations this replica runs. go-redis resubscribes by itself after a
+// lost connection; a stop or decision sent meanwhile is still found
+// through its key at the next renewal.
 func (c *Coordinator) listen() {
 	defer c.wg.Done()
-	sub := c.opts.Client.Subscribe(context.Background(), c.stopChannel())
+	sub := c.opts.Client.Subscribe(context.Background(), c.stopChannel(), c.decisionChannel())
 	defer sub.Close()
 	ch := sub.Channel()
 	for {
@@ -249,6 +252,10 @@ func (c *Coordinator) listen() {
 		case msg, ok := <-ch:
 			if !ok {
 				return
+			}
+			if msg.Channel == c.decisionChannel() {
+				c.deliverDecision(msg.Payload)
+				continue
 			}
 			c.mu.Lock()
 			l, found := c.local[msg.Payload]

@@ -20,6 +20,9 @@ type guard struct {
 	thinkSeen bool
 	answer    bool
 	tools     map[string]bool
+	// model, when set, places every event with this model: one guard per
+	// model answering side by side, each keeping its own blocks balanced.
+	model string
 }
 
 func newGuard(bus *eventbus.Bus) *guard { return &guard{bus: bus} }
@@ -32,6 +35,19 @@ func (g *guard) Emit(ev eventbus.Event) {
 		return
 	}
 	g.track(&ev)
+	g.emit(ev)
+}
+
+// emit publishes ev, placed with the guard's model; g.mu is held.
+func (g *guard) emit(ev eventbus.Event) {
+	if g.model != "" {
+		var p eventbus.Placement
+		if ev.Placement != nil {
+			p = *ev.Placement
+		}
+		p.Model = g.model
+		ev.Placement = &p
+	}
 	g.bus.Emit(ev)
 }
 
@@ -77,18 +93,18 @@ func (g *guard) closeOpen() {
 		return
 	}
 	if g.thinking == 2 {
-		g.bus.Emit(eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
+		g.emit(eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
 	}
 	if g.thinking != 0 {
-		g.bus.Emit(eventbus.Event{Type: eventbus.TypeThinkingEnd})
+		g.emit(eventbus.Event{Type: eventbus.TypeThinkingEnd})
 		g.thinking = 0
 	}
 	if g.answer {
-		g.bus.Emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
+		g.emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
 		g.answer = false
 	}
 	for id := range g.tools {
-		g.bus.Emit(eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
+		g.emit(eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
 	}
 	g.tools = nil
 }
@@ -98,7 +114,7 @@ func (g *guard) emitInternal(ev eventbus.Event) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.finished {
-		g.bus.Emit(ev)
+		g.emit(ev)
 	}
 }
 

@@ -55,25 +55,32 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 	}
 	const msg = "The server generating this answer stopped unexpectedly; the answer is incomplete."
 	now := time.Now().UnixMilli()
-	for i, ev := range []eventbus.Event{
-		eventbus.Of(eventbus.TypeError, eventbus.Error{Code: ReasonGeneratorLost, Message: msg, Retryable: true}),
-		eventbus.Of(eventbus.TypeStreamFinished, eventbus.Finished{Status: eventbus.StatusFailed, Reason: ReasonGeneratorLost, MessageID: id}),
-	} {
-		ev.Seq, ev.StreamID, ev.Time = last+int64(i)+1, id, now
+	appendEvent := func(ev eventbus.Event) error {
+		ev.Seq, ev.StreamID, ev.Time = last+1, id, now
 		data, err := eventbus.AppendJSON(nil, &ev)
 		if err != nil {
 			return err
 		}
+		// Fails if the generator appended meanwhile: then it is not dead.
 		if err := log.AppendDirect(ctx, id, stream.Record{Seq: ev.Seq, Type: string(ev.Type), Data: data}); err != nil {
 			return fmt.Errorf("end lost stream %s: %w", id, err)
 		}
+		last++
 		p.handle(&ev)
+		return nil
 	}
+	if err := appendEvent(eventbus.Of(eventbus.TypeError,
+		eventbus.Error{Code: ReasonGeneratorLost, Message: msg, Retryable: true})); err != nil {
+		return err
+	}
+	// As for every stream: the message is saved before stream.finished, so
+	// a reader that sees the end finds the saved message final.
 	err = m.opts.History.FinishMessage(ctx, id, p.final(eventbus.StatusFailed))
 	if err != nil && !errors.Is(err, history.ErrAlreadyFinished) && !errors.Is(err, history.ErrNotFound) {
 		return fmt.Errorf("end lost stream %s: save: %w", id, err)
 	}
-	return nil
+	return appendEvent(eventbus.Of(eventbus.TypeStreamFinished,
+		eventbus.Finished{Status: eventbus.StatusFailed, Reason: ReasonGeneratorLost, MessageID: id}))
 }
 
 // replay feeds the records 1..last of stream id to p.

@@ -92,9 +92,10 @@ type Manager struct {
 // Run is a live generation.
 type Run struct {
 	Info
-	cancel  context.CancelCauseFunc
-	done    chan struct{}
-	persist bool // save the answer to the history store at the end (false: stateless)
+	cancel    context.CancelCauseFunc
+	done      chan struct{}
+	persist   bool       // save the answer to the history store at the end (false: stateless)
+	approvals *approvals // tool calls waiting for the user's decision
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -114,6 +115,9 @@ type StartRequest struct {
 	SessionID string
 	Question  string
 	Mode      string // "" = the session's mode, else the default mode
+	// Models, when set, names 2 or 3 models that answer side by side on
+	// one stream, each saved as its own message (see StreamStarted.Models).
+	Models []string
 }
 
 // Start saves the question, reserves the assistant message and starts the
@@ -139,6 +143,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
 	}
+	if req.Models != nil {
+		if err := checkModels(setup, req.Models); err != nil {
+			return nil, err
+		}
+	}
 
 	if err := m.admit(); err != nil {
 		return nil, err
@@ -149,6 +158,11 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 			m.wg.Done()
 		}
 	}()
+	if req.Models != nil {
+		r, err := m.startSideBySide(ctx, req, sess, mode, chain, setup)
+		started = err == nil
+		return r, err
+	}
 
 	userID, assistantID := newID(), newID()
 	userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID,
@@ -176,6 +190,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Models:        setup.Models,
 		Knowledge:     m.opts.Knowledge,
 		Cache:         m.opts.Cache,
+		Approvals:     r.approvals,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
@@ -221,7 +236,7 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
-	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist}
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
@@ -250,12 +265,28 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	}
 	g.closeOpen()
 
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	var err error
 	if r.persist {
-		err = m.opts.History.FinishMessage(saveCtx, r.StreamID, p.final(status))
+		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
 	}
+	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
+	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
+		log.Error("finishing the stream in the store failed", zap.Error(err))
+	}
+}
+
+// saveTimeout bounds saving an answer and finishing its stream, which
+// happen whatever ended the run.
+const saveTimeout = 15 * time.Second
+
+// saveAnswer saves an assistant message's final state (exactly once: the
+// store refuses a second finish); a failure is logged and told to the
+// stream's readers through g.
+func (m *Manager) saveAnswer(ctx context.Context, id string, f history.Final, g *guard, log *zap.Logger) {
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	err := m.opts.History.FinishMessage(saveCtx, id, f)
 	switch {
 	case err == nil:
 	case errors.Is(err, history.ErrNotFound):
@@ -265,10 +296,6 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		g.emitInternal(eventbus.Of(eventbus.TypeError, eventbus.Error{
 			Code: "save_failed", Message: "The answer could not be saved; it may be missing from the history.",
 		}))
-	}
-	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
-	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
-		log.Error("finishing the stream in the store failed", zap.Error(err))
 	}
 }
 
@@ -291,6 +318,7 @@ func (m *Manager) acquireLease(r *Run, log *zap.Logger) *cluster.Lease {
 		log.Warn("no cluster lease: this answer can only be stopped on this replica", zap.Error(err))
 		return nil
 	}
+	r.approvals.attach(lease) // decisions posted to other replicas arrive through the lease
 	return lease
 }
 

@@ -17,6 +17,9 @@ type persister struct {
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
+	// model, when set, keeps only the events placed with this model: the
+	// answer of one model of several answering side by side.
+	model string
 }
 
 // persistedTypes are the events the persister needs.
@@ -26,6 +29,9 @@ var persistedTypes = []eventbus.Type{
 }
 
 func (p *persister) handle(ev *eventbus.Event) {
+	if p.model != "" && (ev.Placement == nil || ev.Placement.Model != p.model) {
+		return
+	}
 	switch ev.Type {
 	case eventbus.TypeAnswerDelta:
 		p.answer.WriteString(ev.Text)

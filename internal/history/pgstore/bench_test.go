@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
 // benchFinal is a typical answer: a few paragraphs, three references and
@@ -52,7 +53,7 @@ func BenchmarkStartTurnFinishMessageParallel(b *testing.B) {
 }
 
 func benchStore(b *testing.B, sessions int) *Store {
-	s := openSchema(b, newSchema(b))
+	s := openSchema(b, pgdbtest.NewSchema(b))
 	for i := range sessions {
 		if _, err := s.CreateSession(b.Context(), history.Session{ID: fmt.Sprintf("s%d", i), Mode: "chat"}); err != nil {
 			b.Fatal(err)

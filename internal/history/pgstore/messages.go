@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,28 +33,57 @@ const startTurn = `WITH touched AS (
 	SELECT m.id, touched.id, m.role, m.content, m.thinking, m.refs, m.status, m.usage, m.error, $3, $3
 	FROM touched, (VALUES
 		(1, $2::text, 'user', $4::text, $5::text, $6::jsonb, 'completed', $7::jsonb, $8::text),
-		(2, $9::text, 'assistant', '', '', NULL, 'streaming', NULL, '')
+		(2, $9::text, 'assistant', '', '', NULL, 'streaming', NULL, '')` + answerRows + `
 	) AS m (ord, id, role, content, thinking, refs, status, usage, error)
 	ORDER BY m.ord`
 
+// answerRows marks where startTurnWithAnswers adds the rows of further
+// assistant messages.
+const answerRows = "\n\t\t/* more answers */"
+
+// startTurnWithAnswers is startTurn reserving n assistant messages, whose
+// ids are $9, $10, …
+func startTurnWithAnswers(n int) string {
+	var rows strings.Builder
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&rows, ",\n\t\t(%d, $%d::text, 'assistant', '', '', NULL, 'streaming', NULL, '')", i+2, i+9)
+	}
+	return strings.Replace(startTurn, answerRows, rows.String(), 1)
+}
+
 // StartTurn implements history.Store.
 func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Message, assistantID string) (history.Message, history.Message, error) {
-	if user.ID == "" || assistantID == "" {
-		return history.Message{}, history.Message{}, errors.New("pgstore: start turn: empty message id")
+	u, asst, err := s.StartTurnWithAnswers(ctx, sessionID, user, []string{assistantID})
+	if err != nil {
+		return history.Message{}, history.Message{}, err
+	}
+	return u, asst[0], nil
+}
+
+// StartTurnWithAnswers implements history.AnswersStarter.
+func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user history.Message,
+	assistantIDs []string) (history.Message, []history.Message, error) {
+	if user.ID == "" || len(assistantIDs) == 0 || slices.Contains(assistantIDs, "") {
+		return history.Message{}, nil, errors.New("pgstore: start turn: empty message id")
 	}
 	user.SessionID, user.Role, user.Status = sessionID, history.RoleUser, history.StatusCompleted
 	user.Content, user.Thinking, user.Error = cleanText(user.Content), cleanText(user.Thinking), cleanText(user.Error)
 	user.References = cleanReferences(user.References)
-	asst := history.Message{ID: assistantID, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
 
 	refs, usage, err := encodeJSON(user.References, user.Usage)
 	if err != nil {
-		return history.Message{}, history.Message{}, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
+		return history.Message{}, nil, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
 	}
 	now := s.clock.now()
 	user.CreatedAt, user.UpdatedAt = now, now
-	asst.CreatedAt, asst.UpdatedAt = now, now
-	tag, err := s.pool.Exec(ctx, startTurn, sessionID, user.ID, now, user.Content, user.Thinking, refs, usage, user.Error, assistantID)
+	answers := make([]history.Message, len(assistantIDs))
+	args := []any{sessionID, user.ID, now, user.Content, user.Thinking, refs, usage, user.Error}
+	for i, id := range assistantIDs {
+		answers[i] = history.Message{ID: id, SessionID: sessionID, Role: history.RoleAssistant,
+			Status: history.StatusStreaming, CreatedAt: now, UpdatedAt: now}
+		args = append(args, id)
+	}
+	tag, err := s.pool.Exec(ctx, startTurnWithAnswers(len(assistantIDs)), args...)
 	switch {
 	case isUniqueViolation(err):
 		err = history.ErrAlreadyExists
@@ -60,9 +91,9 @@ func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Me
 		err = history.ErrNotFound
 	}
 	if err != nil {
-		return history.Message{}, history.Message{}, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
+		return history.Message{}, nil, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
 	}
-	return user, asst, nil
+	return user, answers, nil
 }
 
 // FinishMessage implements history.Store. The status guard in the UPDATE

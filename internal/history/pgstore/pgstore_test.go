@@ -1,11 +1,8 @@
 package pgstore
 
 import (
-	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,35 +17,16 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/history/historytest"
+	"github.com/chatpipe/chatpipe/internal/migrations"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// testDSN returns the server tests run against, or skips the test when
-// none is configured. With one configured, an unreachable server fails.
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("CHATPIPE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("CHATPIPE_TEST_POSTGRES_DSN not set: PostgreSQL tests skipped")
-	}
-	return dsn
-}
-
-// newSchema names a schema of the test's own (Open creates it) and drops
-// it when the test ends, after the stores opened later are closed.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	testDSN(t) // skips without a server
-	schema := "chatpipe_test_" + strings.ToLower(rand.Text()[:12])
-	t.Cleanup(func() { execSQL(t, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
-	return schema
-}
-
 // openSchema opens a store on schema and closes it when the test ends.
 func openSchema(t testing.TB, schema string) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), testDSN(t), Options{MaxConns: 4, Schema: schema})
+	s, err := Open(t.Context(), pgdbtest.DSN(t), Options{MaxConns: 4, Schema: schema})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -57,13 +35,13 @@ func openSchema(t testing.TB, schema string) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	testDSN(t)
-	historytest.Run(t, func(t *testing.T) history.Store { return openSchema(t, newSchema(t)) })
+	pgdbtest.DSN(t)
+	historytest.Run(t, func(t *testing.T) history.Store { return openSchema(t, pgdbtest.NewSchema(t)) })
 }
 
 func TestReopenKeepsDataAndSkipsAppliedMigrations(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s := openSchema(t, schema)
 	if _, err := s.CreateSession(t.Context(), history.Session{ID: "s1", Title: "kept"}); err != nil {
 		t.Fatal(err)
@@ -102,9 +80,9 @@ func TestConcurrentOpensOfOneSchemaMigrateOnce(t *testing.T) {
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing schema %v", existing), func(t *testing.T) {
 			t.Parallel()
-			schema := newSchema(t)
+			schema := pgdbtest.NewSchema(t)
 			if existing {
-				execSQL(t, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
+				pgdbtest.Exec(t, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
 			}
 			testConcurrentOpens(t, schema)
 		})
@@ -113,7 +91,7 @@ func TestConcurrentOpensOfOneSchemaMigrateOnce(t *testing.T) {
 
 func testConcurrentOpens(t *testing.T, schema string) {
 	const replicas = 4
-	dsn := testDSN(t)
+	dsn := pgdbtest.DSN(t)
 	start := make(chan struct{})
 	stores := make([]*Store, replicas)
 	errs := make([]error, replicas)
@@ -137,7 +115,7 @@ func testConcurrentOpens(t *testing.T, schema string) {
 		return
 	}
 	got := appliedMigrations(t, stores[0])
-	ms, err := loadMigrations(migrationFiles)
+	ms, err := migrations.Load(migrationFiles)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,21 +130,6 @@ func testConcurrentOpens(t *testing.T, schema string) {
 	}
 	if ss, err := stores[0].ListSessions(t.Context(), "", 0, 0); err != nil || len(ss) != replicas {
 		t.Errorf("ListSessions = %d sessions, %v; want %d", len(ss), err, replicas)
-	}
-}
-
-// execSQL runs one statement on its own connection.
-func execSQL(t testing.TB, sql string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, testDSN(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
 	}
 }
 
@@ -189,7 +152,7 @@ func appliedMigrations(t *testing.T, s *Store) []string {
 // instead of the embedded ones.
 func openMigrations(t *testing.T, schema string, fsys fstest.MapFS) (*Store, error) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(testDSN(t))
+	cfg, err := pgxpool.ParseConfig(pgdbtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +162,7 @@ func openMigrations(t *testing.T, schema string, fsys fstest.MapFS) (*Store, err
 
 func TestMigrationsApplyInVersionOrderOnce(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	fsys := fstest.MapFS{
 		// 10 sorts before 2 as text: order must come from the number.
 		"migrations/0010_c.sql": {Data: []byte(`INSERT INTO log VALUES ('c');`)},
@@ -224,7 +187,7 @@ func TestMigrationsApplyInVersionOrderOnce(t *testing.T) {
 
 func TestFailedMigrationLeavesNoTraceAndOpenFails(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	fsys := fstest.MapFS{
 		"migrations/0001_a.sql": {Data: []byte(`CREATE TABLE a (x int);`)},
 		"migrations/0002_b.sql": {Data: []byte(`CREATE TABLE b (x int); INSERT INTO missing VALUES (1);`)},
@@ -246,36 +209,20 @@ func TestFailedMigrationLeavesNoTraceAndOpenFails(t *testing.T) {
 
 func TestOpenRefusesDatabaseFromNewerBuild(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s := openSchema(t, schema)
 	if _, err := s.pool.Exec(t.Context(),
 		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', now())`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err := Open(t.Context(), testDSN(t), Options{Schema: schema})
+	s, err := Open(t.Context(), pgdbtest.DSN(t), Options{Schema: schema})
 	if err == nil {
 		s.Close()
 		t.Fatal("Open of a newer schema succeeded")
 	}
 	if !strings.Contains(err.Error(), "newer") {
 		t.Errorf("err = %v, want it to say the schema is newer", err)
-	}
-}
-
-func TestBadMigrationNamesAreRejected(t *testing.T) {
-	for _, name := range []string{"init.sql", "x_init.sql", "0000_zero.sql"} {
-		_, err := loadMigrations(fstest.MapFS{"migrations/" + name: {Data: []byte(`SELECT 1;`)}})
-		if err == nil {
-			t.Errorf("loadMigrations accepted %s", name)
-		}
-	}
-	_, err := loadMigrations(fstest.MapFS{
-		"migrations/0001_a.sql": {Data: []byte(`SELECT 1;`)},
-		"migrations/1_b.sql":    {Data: []byte(`SELECT 1;`)},
-	})
-	if err == nil {
-		t.Error("loadMigrations accepted two files with version 1")
 	}
 }
 
@@ -314,7 +261,7 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 
 func TestCloseTwiceIsHarmless(t *testing.T) {
 	t.Parallel()
-	s := openSchema(t, newSchema(t))
+	s := openSchema(t, pgdbtest.NewSchema(t))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +277,7 @@ func TestCloseTwiceIsHarmless(t *testing.T) {
 // replica and the end of the answer on another race for the message.
 func TestConcurrentFinishOnTwoReplicasHasExactlyOneWinner(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	replicas := []*Store{openSchema(t, schema), openSchema(t, schema)}
 	if _, err := replicas[0].CreateSession(t.Context(), history.Session{ID: "s1"}); err != nil {
 		t.Fatal(err)
@@ -373,9 +320,9 @@ func TestConcurrentFinishOnTwoReplicasHasExactlyOneWinner(t *testing.T) {
 // among sessions touched within the clocks' skew is not guaranteed.)
 func TestSessionUpdatedAtNeverMovesBackwards(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	ahead, behind := openSchema(t, schema), openSchema(t, schema)
-	ahead.clock.last = time.Now().Add(time.Hour) // its stamps run an hour ahead
+	ahead.clock.Advance(time.Now().Add(time.Hour)) // its stamps run an hour ahead
 	before, err := ahead.CreateSession(t.Context(), history.Session{ID: "s1"})
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +345,7 @@ func TestSessionUpdatedAtNeverMovesBackwards(t *testing.T) {
 
 func TestTextPostgreSQLRejectsIsStoredWithReplacementCharacters(t *testing.T) {
 	t.Parallel()
-	s := openSchema(t, newSchema(t))
+	s := openSchema(t, pgdbtest.NewSchema(t))
 	const bad, want = "nul\x00 and \xff invalid", "nul\uFFFD and \uFFFD invalid"
 	sess, err := s.CreateSession(t.Context(), history.Session{ID: "s1", Title: bad})
 	if err != nil {

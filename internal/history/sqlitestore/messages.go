@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -18,11 +19,24 @@ const insertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, 
 
 // StartTurn implements history.Store.
 func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Message, assistantID string) (history.Message, history.Message, error) {
-	if user.ID == "" || assistantID == "" {
-		return history.Message{}, history.Message{}, errors.New("sqlitestore: start turn: empty message id")
+	u, asst, err := s.StartTurnWithAnswers(ctx, sessionID, user, []string{assistantID})
+	if err != nil {
+		return history.Message{}, history.Message{}, err
+	}
+	return u, asst[0], nil
+}
+
+// StartTurnWithAnswers implements history.AnswersStarter.
+func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user history.Message,
+	assistantIDs []string) (history.Message, []history.Message, error) {
+	if user.ID == "" || len(assistantIDs) == 0 || slices.Contains(assistantIDs, "") {
+		return history.Message{}, nil, errors.New("sqlitestore: start turn: empty message id")
 	}
 	user.SessionID, user.Role, user.Status = sessionID, history.RoleUser, history.StatusCompleted
-	asst := history.Message{ID: assistantID, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
+	answers := make([]history.Message, len(assistantIDs))
+	for i, id := range assistantIDs {
+		answers[i] = history.Message{ID: id, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
+	}
 
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, formatTime(now), sessionID)
@@ -33,8 +47,12 @@ func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Me
 			return err
 		}
 		user.CreatedAt, user.UpdatedAt = now, now
-		asst.CreatedAt, asst.UpdatedAt = now, now
-		for _, m := range []*history.Message{&user, &asst} {
+		msgs := []*history.Message{&user}
+		for i := range answers {
+			answers[i].CreatedAt, answers[i].UpdatedAt = now, now
+			msgs = append(msgs, &answers[i])
+		}
+		for _, m := range msgs {
 			args, err := messageArgs(m)
 			if err != nil {
 				return err
@@ -49,10 +67,10 @@ func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Me
 		return nil
 	})
 	if err != nil {
-		return history.Message{}, history.Message{}, fmt.Errorf("sqlitestore: start turn in session %q: %w", sessionID, err)
+		return history.Message{}, nil, fmt.Errorf("sqlitestore: start turn in session %q: %w", sessionID, err)
 	}
 	user.References = nilIfEmpty(user.References)
-	return user, asst, nil
+	return user, answers, nil
 }
 
 // FinishMessage implements history.Store. The status guard in the UPDATE

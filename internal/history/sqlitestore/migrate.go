@@ -6,12 +6,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/chatpipe/chatpipe/internal/migrations"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
 // migrationFiles holds the schema, one file per step, named
@@ -27,48 +25,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one schema step.
-type migration struct {
-	version int
-	name    string // file name, recorded for people reading schema_migrations
-	sql     string
-}
-
-// loadMigrations reads migrations/*.sql from fsys, ordered by version.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]migration, 0, len(names))
-	for _, name := range names {
-		base := path.Base(name)
-		prefix, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(prefix)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", base)
-		}
-		body, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(body)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
-		}
-	}
-	return ms, nil
-}
-
 // migrate applies the migrations not yet recorded in schema_migrations,
 // each in its own transaction together with its record, so a failed step
 // leaves no trace and is retried at the next Open. db must be the writer:
 // its transactions begin IMMEDIATE, so two processes opening one file
 // cannot both apply a step.
-func migrate(ctx context.Context, db *sql.DB, ms []migration, now func() time.Time) error {
+func migrate(ctx context.Context, db *sql.DB, ms []migrations.Migration, now func() time.Time) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
@@ -83,56 +45,43 @@ func migrate(ctx context.Context, db *sql.DB, ms []migration, now func() time.Ti
 	if err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&newest); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	known := 0
-	if len(ms) > 0 {
-		known = ms[len(ms)-1].version
-	}
-	if int(newest.Int64) > known {
-		return fmt.Errorf("database schema version %d is newer than this build knows (%d); upgrade chatpipe", newest.Int64, known)
+	if err := migrations.RefuseNewer("database", int(newest.Int64), ms); err != nil {
+		return err
 	}
 
 	for _, m := range ms {
 		if err := applyMigration(ctx, db, m, now()); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration, now time.Time) (err error) {
+func applyMigration(ctx context.Context, db *sql.DB, m migrations.Migration, now time.Time) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, ignoreDone(tx.Rollback()))
+			err = errors.Join(err, sqlitedb.IgnoreDone(tx.Rollback()))
 		}
 	}()
 
 	var applied bool
 	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = ?)`,
-		m.version).Scan(&applied); err != nil {
+		m.Version).Scan(&applied); err != nil {
 		return err
 	}
 	if applied {
 		return tx.Rollback()
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, formatTime(now)); err != nil {
+		m.Version, m.Name, sqlitedb.FormatTime(now)); err != nil {
 		return err
 	}
 	return tx.Commit()
-}
-
-// ignoreDone drops the error of rolling back a transaction that already
-// ended.
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }

@@ -246,22 +246,6 @@ func TestOpenRefusesDatabaseFromNewerBuild(t *testing.T) {
 	}
 }
 
-func TestBadMigrationNamesAreRejected(t *testing.T) {
-	for _, name := range []string{"init.sql", "x_init.sql", "0000_zero.sql"} {
-		_, err := loadMigrations(fstest.MapFS{"migrations/" + name: {Data: []byte(`SELECT 1;`)}})
-		if err == nil {
-			t.Errorf("loadMigrations accepted %s", name)
-		}
-	}
-	_, err := loadMigrations(fstest.MapFS{
-		"migrations/0001_a.sql": {Data: []byte(`SELECT 1;`)},
-		"migrations/1_b.sql":    {Data: []byte(`SELECT 1;`)},
-	})
-	if err == nil {
-		t.Error("loadMigrations accepted two files with version 1")
-	}
-}
-
 func TestCloseTwiceIsHarmless(t *testing.T) {
 	s := openFile(t, filepath.Join(t.TempDir(), "history.db"))
 	if err := s.Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
 // The search benchmarks run the same 10,000 chunks (500 documents of 20,
@@ -122,7 +123,7 @@ func BenchmarkStoreSearch10kChunks(b *testing.B) {
 			return openAt(b), openAt
 		}},
 		{"postgres", func(b *testing.B) (knowledge.Store, func(b *testing.B) knowledge.Store) {
-			schema := newSchema(b)
+			schema := pgdbtest.NewSchema(b)
 			return openSchema(b, schema), func(b *testing.B) knowledge.Store { return openSchema(b, schema) }
 		}},
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
 const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
@@ -47,13 +48,13 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		case !errors.Is(err, knowledge.ErrNotFound):
 			return err
 		}
-		doc.CreatedAt = s.clock.now()
+		doc.CreatedAt = s.clock.Now()
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents
 			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
 			doc.Chunks, doc.Embedded, doc.CreatedAt); err != nil {
-			if _, ok := uniqueViolation(err); ok {
+			if pgdb.IsUniqueViolation(err) {
 				return knowledge.ErrAlreadyExists
 			}
 			return err
@@ -64,7 +65,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	}, func() {
 		for i, c := range chunks {
 			if len(c.Embedding) > 0 {
-				s.vectors.add(doc.TenantID, seqs[i], c.Embedding)
+				s.vectors.Add(doc.TenantID, seqs[i], c.Embedding)
 			}
 		}
 	})
@@ -121,7 +122,7 @@ func insertChunks(ctx context.Context, tx pgx.Tx, doc knowledge.Document, chunks
 	seqs := make([]int64, len(chunks))
 	for i, c := range chunks {
 		if err := results.QueryRow().Scan(&seqs[i]); err != nil {
-			if _, ok := uniqueViolation(err); ok {
+			if pgdb.IsUniqueViolation(err) {
 				err = knowledge.ErrAlreadyExists
 			}
 			return nil, errors.Join(fmt.Errorf("chunk %s: %w", c.ID, err), results.Close())
@@ -243,7 +244,7 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 		_, err = tx.Exec(ctx, `DELETE FROM knowledge_documents WHERE id = $1`, id)
 		return err
 	}, func() {
-		s.vectors.remove(tenantID, seqs)
+		s.vectors.Remove(tenantID, seqs)
 	})
 	if err != nil {
 		return fmt.Errorf("knowledge: delete document %s: %w", id, err)
@@ -275,9 +276,9 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error, apply func(
 	if err != nil {
 		return err
 	}
-	if !s.pgvector && s.vectors.currentVersion() == version-1 {
+	if !s.pgvector && s.vectors.Version() == version-1 {
 		apply()
-		s.vectors.setVersion(version)
+		s.vectors.SetVersion(version)
 	}
 	return nil
 }

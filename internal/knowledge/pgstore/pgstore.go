@@ -9,38 +9,24 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
-	"net"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/chatpipe/chatpipe/internal/clock"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/vectorindex"
+	"github.com/chatpipe/chatpipe/internal/migrations"
+	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
 var _ knowledge.Store = (*Store)(nil)
 
-// defaultConnectTimeout bounds a connection attempt when the DSN sets no
-// connect_timeout: a server that drops packets must not hang a start.
-const defaultConnectTimeout = 10 * time.Second
-
 // Options tune Open. The zero value is ready to use.
-type Options struct {
-	// MaxConns caps the pool (config postgres.max_conns); 0 keeps the DSN's
-	// pool_max_conns or pgx's default (the larger of 4 and the CPU count).
-	MaxConns int32
-	// Schema, when set, holds the tables instead of the DSN's search_path:
-	// it is created if missing and is the connections' only search_path
-	// entry. Tests give every store its own.
-	Schema string
-}
+type Options = pgdb.Options
 
 // Store is the PostgreSQL knowledge store. It is safe for concurrent use,
 // also by several processes sharing one database.
@@ -53,9 +39,12 @@ type Store struct {
 	// writeMu orders this process's writes with their updates of vectors,
 	// so the in-memory copy changes in commit order.
 	writeMu sync.Mutex
-	vectors vectorIndex
+	vectors vectorindex.Index
 
-	clock     clock
+	// clock stamps documents. It is the process's clock, as in the history
+	// store (see its clock for why); replicas' clocks may disagree by their
+	// NTP skew, which can only reorder documents added within that skew.
+	clock     clock.Clock
 	closeOnce sync.Once
 }
 
@@ -64,47 +53,28 @@ type Store struct {
 // into memory. Errors name the server by host, port and database only:
 // never the DSN, which may hold a password.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := pgdb.Config(dsn, opts)
 	if err != nil {
-		// pgx's parse errors quote the DSN, redacted only on a best-effort
-		// basis: withhold them.
-		return nil, errors.New("knowledge pgstore: open: postgres dsn is not a valid connection string (a postgres:// URL or key=value pairs; details withheld as they may contain the password)")
+		return nil, fmt.Errorf("knowledge pgstore: open: %w", err)
 	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
-	}
-	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "chatpipe"
-	}
-	if opts.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
-	}
-
 	s, err := open(ctx, cfg, opts.Schema, migrationFiles)
 	if err != nil {
-		return nil, &openError{target: target(cfg.ConnConfig), password: cfg.ConnConfig.Password, err: err}
+		return nil, fmt.Errorf("knowledge pgstore: %w", pgdb.OpenFailed(cfg.ConnConfig, err))
 	}
 	return s, nil
 }
 
-func open(ctx context.Context, cfg *pgxpool.Config, schema string, migrations fs.FS) (*Store, error) {
-	ms, err := loadMigrations(migrations)
+func open(ctx context.Context, cfg *pgxpool.Config, schema string, migrationFS fs.FS) (*Store, error) {
+	ms, err := migrations.Load(migrationFS)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgdb.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{pool: pool}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	if s.pgvector, err = migrate(ctx, pool, schema, ms, s.clock.now); err != nil {
+	if s.pgvector, err = migrate(ctx, pool, schema, ms, s.clock.Now); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -142,60 +112,4 @@ func readVersion(ctx context.Context, q querier) (int64, error) {
 	var v int64
 	err := q.QueryRow(ctx, `SELECT version FROM knowledge_state WHERE id = 1`).Scan(&v)
 	return v, err
-}
-
-// clock stamps documents. Its times strictly increase within the process,
-// so "newest first" is never a tie among one replica's documents. It is
-// the process's clock, as in the history store (see its clock for why);
-// replicas' clocks may disagree by their NTP skew, which can only reorder
-// documents added within that skew.
-type clock struct {
-	mu   sync.Mutex
-	last time.Time
-}
-
-func (c *clock) now() time.Time {
-	t := time.Now().UTC().Truncate(time.Microsecond)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !t.After(c.last) {
-		t = c.last.Add(time.Microsecond)
-	}
-	c.last = t
-	return t
-}
-
-// uniqueViolation returns the name of the constraint err violates, or ""
-// when err is no unique violation.
-func uniqueViolation(err error) (constraint string, ok bool) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
-		return pe.ConstraintName, true
-	}
-	return "", false
-}
-
-// openError is a failure of Open after the DSN parsed. Its message names
-// the server as host:port/database; the password is scrubbed from the
-// cause too, although pgx does not put it there.
-type openError struct {
-	target   string
-	password string
-	err      error
-}
-
-func (e *openError) Error() string {
-	msg := e.err.Error()
-	if e.password != "" {
-		msg = strings.ReplaceAll(msg, e.password, "xxxxx")
-	}
-	return "knowledge pgstore: open " + e.target + ": " + msg
-}
-
-func (e *openError) Unwrap() error { return e.err }
-
-// target names a server for people: host:port/database, no user or
-// password.
-func target(c *pgx.ConnConfig) string {
-	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) + "/" + c.Database
 }

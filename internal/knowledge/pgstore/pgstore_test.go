@@ -2,66 +2,27 @@ package pgstore
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
 	historystore "github.com/chatpipe/chatpipe/internal/history/pgstore"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// testDSN returns the server tests run against, or skips the test when
-// none is configured. With one configured, an unreachable server fails.
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("CHATPIPE_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("CHATPIPE_TEST_POSTGRES_DSN not set: PostgreSQL tests skipped")
-	}
-	return dsn
-}
-
-// newSchema names a schema of the test's own (Open creates it) and drops
-// it when the test ends, after the stores opened later are closed.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	testDSN(t) // skips without a server
-	schema := "chatpipe_test_" + strings.ToLower(rand.Text()[:12])
-	t.Cleanup(func() { execSQL(t, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
-	return schema
-}
-
-// execSQL runs one statement on its own connection.
-func execSQL(t testing.TB, sql string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, testDSN(t))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
 // openSchema opens a store on schema and closes it when the test ends.
 func openSchema(t testing.TB, schema string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), testDSN(t), Options{MaxConns: 4, Schema: schema})
+	s, err := Open(context.Background(), pgdbtest.DSN(t), Options{MaxConns: 4, Schema: schema})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -70,8 +31,8 @@ func openSchema(t testing.TB, schema string) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	testDSN(t)
-	knowledgetest.Run(t, func(t *testing.T) knowledge.Store { return openSchema(t, newSchema(t)) })
+	pgdbtest.DSN(t)
+	knowledgetest.Run(t, func(t *testing.T) knowledge.Store { return openSchema(t, pgdbtest.NewSchema(t)) })
 }
 
 func addDoc(t testing.TB, s *Store, id, text string, vec []float32) {
@@ -98,7 +59,7 @@ func vectorDocs(t *testing.T, s *Store, q []float32) []string {
 
 func TestReopenLoadsEmbeddingsAndKeepsVersionMoving(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s := openSchema(t, schema)
 	t.Logf("vector search on the server (pgvector): %v", s.pgvector)
 	addDoc(t, s, "a", "alpha", []float32{1, 0})
@@ -126,7 +87,7 @@ func TestReopenLoadsEmbeddingsAndKeepsVersionMoving(t *testing.T) {
 // changes, vectors included.
 func TestSecondReplicaSeesChanges(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s1, s2 := openSchema(t, schema), openSchema(t, schema)
 
 	addDoc(t, s1, "a", "alpha", []float32{1, 0})
@@ -146,7 +107,7 @@ func TestSecondReplicaSeesChanges(t *testing.T) {
 // earlier write.
 func TestOwnWriteAfterAnotherReplicasWriteKeepsBoth(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s1, s2 := openSchema(t, schema), openSchema(t, schema)
 	addDoc(t, s2, "theirs", "alpha", []float32{1, 0})
 	addDoc(t, s1, "ours", "bravo", []float32{1, 0.1})
@@ -157,7 +118,7 @@ func TestOwnWriteAfterAnotherReplicasWriteKeepsBoth(t *testing.T) {
 
 func TestConcurrentDuplicateAddsOnTwoReplicasStoreOneDocument(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	replicas := []*Store{openSchema(t, schema), openSchema(t, schema)}
 	const n = 8
 	start := make(chan struct{})
@@ -190,16 +151,16 @@ func TestConcurrentDuplicateAddsOnTwoReplicasStoreOneDocument(t *testing.T) {
 // schema, each with its own migrations table.
 func TestSharesTheSchemaWithTheHistoryStore(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	var (
 		wg         sync.WaitGroup
 		kerr, herr error
 		k          *Store
 		h          *historystore.Store
 	)
-	wg.Go(func() { k, kerr = Open(t.Context(), testDSN(t), Options{MaxConns: 2, Schema: schema}) })
+	wg.Go(func() { k, kerr = Open(t.Context(), pgdbtest.DSN(t), Options{MaxConns: 2, Schema: schema}) })
 	wg.Go(func() {
-		h, herr = historystore.Open(t.Context(), testDSN(t), historystore.Options{MaxConns: 2, Schema: schema})
+		h, herr = historystore.Open(t.Context(), pgdbtest.DSN(t), historystore.Options{MaxConns: 2, Schema: schema})
 	})
 	wg.Wait()
 	if kerr != nil || herr != nil {
@@ -218,7 +179,7 @@ func TestSharesTheSchemaWithTheHistoryStore(t *testing.T) {
 func TestConcurrentOpensOfOneSchemaMigrateOnce(t *testing.T) {
 	t.Parallel()
 	const replicas = 4
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	start := make(chan struct{})
 	stores := make([]*Store, replicas)
 	errs := make([]error, replicas)
@@ -226,7 +187,7 @@ func TestConcurrentOpensOfOneSchemaMigrateOnce(t *testing.T) {
 	for i := range replicas {
 		wg.Go(func() {
 			<-start
-			stores[i], errs[i] = Open(t.Context(), testDSN(t), Options{MaxConns: 2, Schema: schema})
+			stores[i], errs[i] = Open(t.Context(), pgdbtest.DSN(t), Options{MaxConns: 2, Schema: schema})
 		})
 	}
 	close(start)
@@ -252,14 +213,14 @@ func TestConcurrentOpensOfOneSchemaMigrateOnce(t *testing.T) {
 
 func TestOpenRefusesDatabaseFromNewerBuild(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgdbtest.NewSchema(t)
 	s := openSchema(t, schema)
 	if _, err := s.pool.Exec(t.Context(),
 		`INSERT INTO knowledge_migrations (version, name, applied_at) VALUES (9999, '9999_future.sql', now())`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err := Open(t.Context(), testDSN(t), Options{Schema: schema})
+	s, err := Open(t.Context(), pgdbtest.DSN(t), Options{Schema: schema})
 	if err == nil {
 		s.Close()
 		t.Fatal("Open of a newer schema succeeded")
@@ -296,7 +257,7 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 // cannot drift from the document's.
 func TestChunkTenantIsAlwaysItsDocuments(t *testing.T) {
 	t.Parallel()
-	s := openSchema(t, newSchema(t))
+	s := openSchema(t, pgdbtest.NewSchema(t))
 	if _, err := s.AddDocument(t.Context(), knowledge.Document{ID: "a", TenantID: "acme", Content: "alpha"},
 		[]knowledge.Chunk{{ID: "a-0", Content: "alpha"}}); err != nil {
 		t.Fatal(err)
@@ -350,7 +311,7 @@ func FuzzKeywordSearchNeverFails(f *testing.F) {
 	for _, q := range []string{`'foo' & (`, `a <-> b`, `!x`, `x:*`, "中文检索", "a\x00b", "\xff", `''''`, `\`, "|"} {
 		f.Add(q)
 	}
-	s := openSchema(f, newSchema(f))
+	s := openSchema(f, pgdbtest.NewSchema(f))
 	ctx := context.Background()
 	for i, text := range []string{"foo and bar near the title", "中文检索系统的分词", "NEAR AND OR NOT"} {
 		addDoc(f, s, string(rune('a'+i)), text, nil)

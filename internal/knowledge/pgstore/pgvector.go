@@ -53,7 +53,7 @@ func enablePgvector(ctx context.Context, tx pgx.Tx) (bool, error) {
 }
 
 // pgvectorSearch is VectorSearch on the server. q is unit length and not
-// zero (normalize), so no similarity is NaN.
+// zero (vectorindex.Normalize), so no similarity is NaN.
 func (s *Store) pgvectorSearch(ctx context.Context, tenantID string, q []float32, limit int) ([]knowledge.Hit, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, document_id, title, heading, content, idx, score FROM (

@@ -11,6 +11,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 	"github.com/chatpipe/chatpipe/internal/samples"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -39,7 +40,7 @@ func TestKeywordRecallOnTheSamplesIsNearSQLites(t *testing.T) {
 	t.Cleanup(func() { lite.Close() })
 
 	recall := map[string]float64{}
-	for name, store := range map[string]knowledge.Store{"postgres": openSchema(t, newSchema(t)), "sqlite": lite} {
+	for name, store := range map[string]knowledge.Store{"postgres": openSchema(t, pgdbtest.NewSchema(t)), "sqlite": lite} {
 		ctx := context.Background()
 		svc := knowledge.NewService(store, nil, config.Default().Knowledge, nil)
 		if _, err := svc.LoadSamples(ctx, samples.FS); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/vectorindex"
 )
 
 // maxLimit bounds the hits one search returns.
@@ -71,7 +72,7 @@ func collectHits(rows pgx.Rows) ([]knowledge.Hit, error) {
 // vector: exactly, over the in-memory copy of the tenant's vectors (or on
 // the server, with pgvector).
 func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]knowledge.Hit, error) {
-	q := normalize(vector)
+	q := vectorindex.Normalize(vector)
 	if q == nil || limit <= 0 {
 		return nil, nil
 	}
@@ -83,13 +84,13 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	if err := s.syncVectors(ctx); err != nil {
 		return nil, fmt.Errorf("knowledge: vector search: %w", err)
 	}
-	found := s.vectors.search(tenantID, q, limit)
+	found := s.vectors.Search(tenantID, q, limit)
 	if len(found) == 0 {
 		return nil, nil
 	}
 	seqs := make([]int64, len(found))
 	for i, f := range found {
-		seqs[i] = f.seq
+		seqs[i] = f.Seq
 	}
 	// The tenant again: defence in depth, seqs are never reused.
 	rows, err := s.pool.Query(ctx, `
@@ -111,8 +112,8 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	}
 	hits := make([]knowledge.Hit, 0, len(found))
 	for _, f := range found {
-		if h, ok := bySeq[f.seq]; ok { // gone if deleted since the copy was synced
-			h.Score = f.score
+		if h, ok := bySeq[f.Seq]; ok { // gone if deleted since the copy was synced
+			h.Score = f.Score
 			hits = append(hits, h)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
 const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
@@ -46,8 +47,8 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
-			doc.Chunks, doc.Embedded, formatTime(now)); err != nil {
-			if isUniqueViolation(err) {
+			doc.Chunks, doc.Embedded, sqlitedb.FormatTime(now)); err != nil {
+			if sqlitedb.IsUniqueViolation(err) {
 				return 0, knowledge.ErrAlreadyExists
 			}
 			return 0, err
@@ -60,10 +61,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	}, func(version int64) {
 		for i, c := range chunks {
 			if len(c.Embedding) > 0 {
-				s.vectors.add(doc.TenantID, seqs[i], c.Embedding)
+				s.vectors.Add(doc.TenantID, seqs[i], c.Embedding)
 			}
 		}
-		s.vectors.setVersion(version)
+		s.vectors.SetVersion(version)
 	})
 	switch {
 	case errors.Is(err, knowledge.ErrDuplicate):
@@ -120,7 +121,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 			blob = encodeVector(c.Embedding)
 		}
 		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
-			if isUniqueViolation(err) {
+			if sqlitedb.IsUniqueViolation(err) {
 				return nil, fmt.Errorf("chunk %s: %w", c.ID, knowledge.ErrAlreadyExists)
 			}
 			return nil, fmt.Errorf("chunk %s: %w", c.ID, err)
@@ -257,8 +258,8 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 		}
 		return bumpVersion(ctx, tx)
 	}, func(version int64) {
-		s.vectors.remove(tenantID, seqs)
-		s.vectors.setVersion(version)
+		s.vectors.Remove(tenantID, seqs)
+		s.vectors.SetVersion(version)
 	})
 	if err != nil {
 		return fmt.Errorf("knowledge: delete document %s: %w", id, err)
@@ -282,7 +283,7 @@ func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
 		}
 		return d, err
 	}
-	t, err := parseTime(created)
+	t, err := sqlitedb.ParseTime(created)
 	if err != nil {
 		return d, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/vectorindex"
 )
 
 // maxLimit bounds the hits one search returns (and the parameters of the
@@ -97,13 +98,13 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	if err := s.syncVectors(ctx); err != nil {
 		return nil, fmt.Errorf("knowledge: vector search: %w", err)
 	}
-	found := s.vectors.search(tenantID, vector, limit)
+	found := s.vectors.Search(tenantID, vectorindex.Normalize(vector), limit)
 	if len(found) == 0 {
 		return nil, nil
 	}
 	args := make([]any, 0, len(found)+1)
 	for _, f := range found {
-		args = append(args, f.seq)
+		args = append(args, f.Seq)
 	}
 	args = append(args, tenantID)
 	// The tenant again: a seq freed by a delete since the scan may already
@@ -132,8 +133,8 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	}
 	hits := make([]knowledge.Hit, 0, len(found))
 	for _, f := range found {
-		if h, ok := bySeq[f.seq]; ok { // gone if deleted since the scan
-			h.Score = f.score
+		if h, ok := bySeq[f.Seq]; ok { // gone if deleted since the scan
+			h.Score = f.Score
 			hits = append(hits, h)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	historystore "github.com/chatpipe/chatpipe/internal/history/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/migrations"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -216,8 +217,8 @@ func TestMigrationGivesExistingDocumentsToTheDefaultTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil || len(ms) < 2 || ms[0].version != 1 {
+	ms, err := migrations.Load(migrationFiles)
+	if err != nil || len(ms) < 2 || ms[0].Version != 1 {
 		t.Fatalf("migrations = %v, %v", ms, err)
 	}
 	if err := migrate(t.Context(), old, ms[:1], time.Now); err != nil {
@@ -285,7 +286,7 @@ func TestMigrationRefusesToLeaveBrokenForeignKeys(t *testing.T) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1) // the connection the step ran on is the one checked after
-	broken := []migration{{version: 1, name: "0001_broken.sql", sql: `
+	broken := []migrations.Migration{{Version: 1, Name: "0001_broken.sql", SQL: `
 		CREATE TABLE knowledge_parent (id TEXT PRIMARY KEY);
 		CREATE TABLE knowledge_child (parent TEXT REFERENCES knowledge_parent (id));
 		INSERT INTO knowledge_child VALUES ('missing');`}}

@@ -1,0 +1,180 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// Errors Start returns for a request naming models to compare.
+var (
+	// ErrBadModels: not 2 or 3 distinct models.
+	ErrBadModels = errors.New("invalid models")
+	// ErrUnknownModel: a named model is not configured.
+	ErrUnknownModel = errors.New("unknown model")
+)
+
+// MaxModels is how many models one question may be answered by side by side.
+const MaxModels = 3
+
+// ReasonSomeModelsFailed is the reason of a completed stream on which some
+// of the models answering side by side failed.
+const ReasonSomeModelsFailed = "some_models_failed"
+
+// checkModels validates the models a request compares.
+func checkModels(setup *Setup, names []string) error {
+	if len(names) < 2 || len(names) > MaxModels {
+		return fmt.Errorf("%w: name 2 or 3 models to compare, not %d", ErrBadModels, len(names))
+	}
+	for i, name := range names {
+		if slices.Contains(names[:i], name) {
+			return fmt.Errorf("%w: %q is named twice", ErrBadModels, name)
+		}
+		if _, err := setup.Models.ChatModel(name); err != nil {
+			return fmt.Errorf("%w %q", ErrUnknownModel, name)
+		}
+	}
+	return nil
+}
+
+// part is one model's answer of a side-by-side run: its own request state,
+// guard (its events placed with its model, its blocks balanced) and
+// persister (its answer only), saved as its own message.
+type part struct {
+	model     string
+	messageID string
+	cm        *pipeline.ChatManage
+	guard     *guard
+	persister *persister
+}
+
+// startSideBySide is Start for a question several models answer at once,
+// on one stream: the user's message and one assistant message per model
+// are saved in one transaction; the stream is the first model's message.
+// The caller holds a wg slot, which the run takes over on success.
+func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess history.Session, mode string,
+	chain *pipeline.EventManager, setup *Setup) (*Run, error) {
+	starter, ok := m.opts.History.(history.AnswersStarter)
+	if !ok {
+		return nil, errors.New("run: the history store cannot save several answers to one question")
+	}
+	userID := newID()
+	ids := make([]string, len(req.Models))
+	for i := range ids {
+		ids[i] = newID()
+	}
+	userMsg, _, err := starter.StartTurnWithAnswers(ctx, sess.ID,
+		history.Message{ID: userID, Role: history.RoleUser, Content: req.Question}, ids)
+	if err != nil {
+		return nil, err
+	}
+	streamID := ids[0]
+	if err := m.opts.Streams.Create(ctx, streamID); err != nil {
+		for _, id := range ids {
+			m.failReserved(id, "The answer could not be started.")
+		}
+		return nil, err
+	}
+
+	info := Info{StreamID: streamID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode, TenantID: sess.TenantID}
+	log := m.log.With(zap.String("stream_id", streamID), zap.String("session_id", sess.ID), zap.Strings("models", req.Models))
+	r, runCtx, g, p := m.launch(info, setup, log, true)
+	parts := make([]*part, len(req.Models))
+	answers := make([]eventbus.ModelAnswer, len(req.Models))
+	for i, name := range req.Models {
+		pt := &part{model: name, messageID: ids[i], guard: newGuard(g.bus), persister: p}
+		pt.guard.model = name
+		if i == 0 {
+			p.model = name
+		} else {
+			pt.persister = &persister{model: name}
+			g.bus.Subscribe(pt.persister.handle, persistedTypes...)
+		}
+		pt.cm = &pipeline.ChatManage{
+			TenantID:      sess.TenantID,
+			SessionID:     sess.ID,
+			MessageID:     ids[i],
+			UserMessageID: userMsg.ID,
+			Mode:          mode,
+			Query:         req.Question,
+			Model:         name,
+			Emitter:       pt.guard,
+			Messages:      messageReader{m.opts.History},
+			Models:        setup.Models,
+			Knowledge:     m.opts.Knowledge,
+			Cache:         m.opts.Cache,
+			Approvals:     r.approvals,
+		}
+		parts[i] = pt
+		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
+	}
+	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
+		SessionID: sess.ID, MessageID: streamID, UserMessageID: userMsg.ID, Mode: mode, Models: answers,
+	}))
+	go m.executeSideBySide(runCtx, r, chain, parts, g, log)
+	return r, nil
+}
+
+// executeSideBySide runs every model's chain at once and finishes the
+// stream when all have ended; it owns one wg slot. One model failing does
+// not stop the others; a stop stops all.
+func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline.EventManager, parts []*part,
+	g *guard, log *zap.Logger) {
+	defer m.wg.Done()
+	defer close(r.done)
+	defer func() {
+		m.mu.Lock()
+		delete(m.active, r.StreamID)
+		m.mu.Unlock()
+		r.cancel(nil)
+	}()
+	if lease := m.acquireLease(r, log); lease != nil {
+		defer lease.Release()
+	}
+
+	statuses := make([]string, len(parts))
+	reasons := make([]string, len(parts))
+	var wg sync.WaitGroup
+	for i, pt := range parts {
+		wg.Go(func() { statuses[i], reasons[i] = m.runPart(ctx, chain, pt, log) })
+	}
+	wg.Wait()
+
+	status, reason := eventbus.StatusFailed, reasons[0]
+	switch {
+	case slices.Contains(statuses, eventbus.StatusStopped):
+		status, reason = outcome(ctx, &pipeline.PluginError{Code: pipeline.CodeCanceled})
+	case !slices.Contains(statuses, eventbus.StatusFailed):
+		status, reason = eventbus.StatusCompleted, ""
+	case slices.Contains(statuses, eventbus.StatusCompleted):
+		status, reason = eventbus.StatusCompleted, ReasonSomeModelsFailed
+	}
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
+	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
+		log.Error("finishing the stream in the store failed", zap.Error(err))
+	}
+}
+
+// runPart runs one model's chain, closes its blocks and saves its answer
+// as its own message, exactly once.
+func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt *part, log *zap.Logger) (string, string) {
+	log = log.With(zap.String("model", pt.model), zap.String("message_id", pt.messageID))
+	perr := m.runChain(ctx, chain, pt.cm, log)
+	status, reason := outcome(ctx, perr)
+	if status == eventbus.StatusFailed && perr != nil {
+		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
+	}
+	pt.guard.closeOpen()
+	m.saveAnswer(ctx, pt.messageID, pt.persister.final(status), pt.guard, log)
+	return status, reason
+}
