@@ -179,7 +179,7 @@ type Redis struct {
 	LiveTTL     time.Duration `mapstructure:"live_ttl"`     // expiry of a live stream's key, renewed while it grows
 	FinishedTTL time.Duration `mapstructure:"finished_ttl"` // how long a finished stream stays replayable
 	LeaseTTL    time.Duration `mapstructure:"lease_ttl"`    // a generator that stops renewing its lease this long is declared lost
-	QueueSize   int           `mapstructure:"queue_size"`   // events buffered per stream while Redis is slow or down
+	QueueSize   int           `mapstructure:"queue_size"`   // events buffered for Redis (all streams) while it is slow or down
 }
 
 // Postgres is the shared history and knowledge store (storage.driver: postgres).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
 const messageColumns = `id, session_id, role, content, thinking, references_json, status, usage_json, error, created_at, updated_at`
@@ -74,7 +75,7 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 	if err != nil {
 		return history.Message{}, nil, fmt.Errorf("pgstore: start turn in session %q: %w", sessionID, err)
 	}
-	now := s.clock.now()
+	now := s.clock.Now()
 	user.CreatedAt, user.UpdatedAt = now, now
 	answers := make([]history.Message, len(assistantIDs))
 	args := []any{sessionID, user.ID, now, user.Content, user.Thinking, refs, usage, user.Error}
@@ -85,7 +86,7 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 	}
 	tag, err := s.pool.Exec(ctx, startTurnWithAnswers(len(assistantIDs)), args...)
 	switch {
-	case isUniqueViolation(err):
+	case pgdb.IsUniqueViolation(err):
 		err = history.ErrAlreadyExists
 	case err == nil && tag.RowsAffected() == 0:
 		err = history.ErrNotFound
@@ -114,7 +115,7 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 		SET status = $2, content = $3, thinking = $4, references_json = $5, usage_json = $6, error = $7,
 		    updated_at = greatest($8, updated_at)
 		WHERE id = $1 AND status = 'streaming'`,
-		id, f.Status, cleanText(f.Content), cleanText(f.Thinking), refs, usage, cleanText(f.Error), s.clock.now())
+		id, f.Status, cleanText(f.Content), cleanText(f.Thinking), refs, usage, cleanText(f.Error), s.clock.Now())
 	if err == nil && tag.RowsAffected() == 0 {
 		// Nothing changed either way; this read only names the reason.
 		var exists bool
@@ -214,7 +215,7 @@ func (s *Store) queryMessages(ctx context.Context, sessionID, query string, args
 // of every replica sharing the database, hence olderThan.
 func (s *Store) FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE messages SET status = 'failed', error = $1, updated_at = greatest($2, updated_at)
-		WHERE status = 'streaming' AND created_at < $3`, cleanText(reason), s.clock.now(), olderThan)
+		WHERE status = 'streaming' AND created_at < $3`, cleanText(reason), s.clock.Now(), olderThan)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: fail abandoned messages: %w", err)
 	}

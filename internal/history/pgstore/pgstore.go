@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -29,7 +28,7 @@ type Options = pgdb.Options
 // also by several processes sharing one database.
 type Store struct {
 	pool      *pgxpool.Pool
-	clock     rowClock
+	clock     clock.Clock // stamps rows; see the note on clocks below
 	closeOnce sync.Once
 }
 
@@ -58,7 +57,7 @@ func open(ctx context.Context, cfg *pgxpool.Config, schema string, migrationFS f
 		return nil, err
 	}
 	s := &Store{pool: pool}
-	if err := migrate(ctx, pool, schema, ms, s.clock.now); err != nil {
+	if err := migrate(ctx, pool, schema, ms, s.clock.Now); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -80,8 +79,8 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// rowClock stamps rows (clock.Clock), as the SQLite store's does, so one
-// replica never stamps two sessions alike.
+// The store stamps rows with a clock.Clock, as the SQLite store does, so
+// one replica never stamps two sessions alike.
 //
 // It is the process's clock, not the server's: now() in PostgreSQL is the
 // transaction's start, shared by every row it writes and not in commit
@@ -90,10 +89,3 @@ func (s *Store) Close() error {
 // ListSessions among sessions touched within that skew. Message order
 // rests on messages.seq, never on times, and a session's updated_at never
 // moves backwards (see StartTurn).
-type rowClock struct{ clock.Clock }
-
-func (c *rowClock) now() time.Time { return c.Now() }
-
-// isUniqueViolation reports whether err is a primary key or UNIQUE
-// constraint failure.
-func isUniqueViolation(err error) bool { return pgdb.IsUniqueViolation(err) }

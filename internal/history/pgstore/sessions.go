@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
 const sessionColumns = `id, tenant_id, title, mode, created_at, updated_at`
@@ -20,11 +21,11 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 	if sess.TenantID == "" {
 		sess.TenantID = history.DefaultTenant
 	}
-	now := s.clock.now()
+	now := s.clock.Now()
 	sess.CreatedAt, sess.UpdatedAt = now, now
 	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES ($1, $2, $3, $4, $5, $5)`,
 		sess.ID, sess.TenantID, cleanText(sess.Title), cleanText(sess.Mode), now)
-	if isUniqueViolation(err) {
+	if pgdb.IsUniqueViolation(err) {
 		err = history.ErrAlreadyExists
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
 const messageColumns = `id, session_id, role, content, thinking, references_json, status, usage_json, error, created_at, updated_at`
@@ -39,7 +40,7 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 	}
 
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
-		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, formatTime(now), sessionID)
+		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, sqlitedb.FormatTime(now), sessionID)
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 				return err
 			}
 			if _, err := s.exec(ctx, tx, insertMessage, args...); err != nil {
-				if isUniqueViolation(err) {
+				if sqlitedb.IsUniqueViolation(err) {
 					return fmt.Errorf("message %q: %w", m.ID, history.ErrAlreadyExists)
 				}
 				return err
@@ -93,7 +94,7 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 		res, err := s.exec(ctx, tx, `UPDATE messages
 			SET status = ?, content = ?, thinking = ?, references_json = ?, usage_json = ?, error = ?, updated_at = ?
 			WHERE id = ? AND status = 'streaming'`,
-			f.Status, f.Content, f.Thinking, refs, usage, f.Error, formatTime(now), id)
+			f.Status, f.Content, f.Thinking, refs, usage, f.Error, sqlitedb.FormatTime(now), id)
 		if err != nil {
 			return err
 		}
@@ -216,7 +217,7 @@ func (s *Store) FailAbandoned(ctx context.Context, reason string, olderThan time
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		res, err := s.exec(ctx, tx, `UPDATE messages SET status = 'failed', error = ?, updated_at = ?
-			WHERE status = 'streaming' AND created_at < ?`, reason, formatTime(now), formatTime(olderThan))
+			WHERE status = 'streaming' AND created_at < ?`, reason, sqlitedb.FormatTime(now), sqlitedb.FormatTime(olderThan))
 		if err != nil {
 			return err
 		}
@@ -240,7 +241,7 @@ func messageArgs(m *history.Message) ([]any, error) {
 		return nil, err
 	}
 	return []any{m.ID, m.SessionID, m.Role, m.Content, m.Thinking, refs, m.Status, usage, m.Error,
-		formatTime(m.CreatedAt), formatTime(m.UpdatedAt)}, nil
+		sqlitedb.FormatTime(m.CreatedAt), sqlitedb.FormatTime(m.UpdatedAt)}, nil
 }
 
 func scanMessage(sc scanner) (history.Message, error) {
@@ -266,8 +267,8 @@ func scanMessage(sc scanner) (history.Message, error) {
 		}
 	}
 	var err1, err2 error
-	m.CreatedAt, err1 = parseTime(created)
-	m.UpdatedAt, err2 = parseTime(updated)
+	m.CreatedAt, err1 = sqlitedb.ParseTime(created)
+	m.UpdatedAt, err2 = sqlitedb.ParseTime(updated)
 	return m, errors.Join(err1, err2)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
 const sessionColumns = `id, tenant_id, title, mode, created_at, updated_at`
@@ -23,8 +24,8 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		sess.CreatedAt, sess.UpdatedAt = now, now
 		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.TenantID, sess.Title, sess.Mode, formatTime(now), formatTime(now))
-		if isUniqueViolation(err) {
+			sess.ID, sess.TenantID, sess.Title, sess.Mode, sqlitedb.FormatTime(now), sqlitedb.FormatTime(now))
+		if sqlitedb.IsUniqueViolation(err) {
 			return history.ErrAlreadyExists
 		}
 		return err
@@ -103,8 +104,8 @@ func scanSession(sc scanner) (history.Session, error) {
 		return history.Session{}, err
 	}
 	var err1, err2 error
-	sess.CreatedAt, err1 = parseTime(created)
-	sess.UpdatedAt, err2 = parseTime(updated)
+	sess.CreatedAt, err1 = sqlitedb.ParseTime(created)
+	sess.UpdatedAt, err2 = sqlitedb.ParseTime(updated)
 	return sess, errors.Join(err1, err2)
 }
 

@@ -33,7 +33,7 @@ type Store struct {
 	reader *sql.DB
 
 	stmts     stmtCache
-	clock     rowClock
+	clock     clock.Clock // stamps rows, so "most recently updated" is never a tie within one process
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -60,7 +60,7 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{writer: writer, reader: reader}
-	if err := migrate(ctx, writer, ms, s.clock.now); err != nil {
+	if err := migrate(ctx, writer, ms, s.clock.Now); err != nil {
 		return nil, errors.Join(err, sqlitedb.Close(writer, reader))
 	}
 	if err := s.Ping(ctx); err != nil {
@@ -97,22 +97,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time) er
 		return err
 	}
 	defer s.stmts.preparePending(context.WithoutCancel(ctx), s.writer)
-	if err := fn(tx, s.clock.now()); err != nil {
+	if err := fn(tx, s.clock.Now()); err != nil {
 		return errors.Join(err, sqlitedb.IgnoreDone(tx.Rollback()))
 	}
 	return tx.Commit()
 }
-
-// rowClock stamps rows (clock.Clock), so "most recently updated" is never
-// a tie within one process.
-type rowClock struct{ clock.Clock }
-
-func (c *rowClock) now() time.Time { return c.Now() }
-
-func formatTime(t time.Time) string { return sqlitedb.FormatTime(t) }
-
-func parseTime(s string) (time.Time, error) { return sqlitedb.ParseTime(s) }
-
-// isUniqueViolation reports whether err is a primary key or UNIQUE
-// constraint failure.
-func isUniqueViolation(err error) bool { return sqlitedb.IsUniqueViolation(err) }

@@ -59,6 +59,9 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		return bumpVersion(ctx, tx)
 	}, func(version int64) {
+		if s.vectors.Version() != version-1 {
+			return // another process wrote too: the next vector search reloads the copy
+		}
 		for i, c := range chunks {
 			if len(c.Embedding) > 0 {
 				s.vectors.Add(doc.TenantID, seqs[i], c.Embedding)
@@ -258,6 +261,9 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 		}
 		return bumpVersion(ctx, tx)
 	}, func(version int64) {
+		if s.vectors.Version() != version-1 {
+			return // another process wrote too: the next vector search reloads the copy
+		}
 		s.vectors.Remove(tenantID, seqs)
 		s.vectors.SetVersion(version)
 	})

@@ -327,3 +327,33 @@ func TestChunkTenantIsAlwaysItsDocuments(t *testing.T) {
 		}
 	}
 }
+
+// Two stores on one file: a store's own write must not mark its vector
+// copy current when the other store wrote in between.
+func TestOwnWriteAfterAnotherStoresWriteKeepsBoth(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	s1, s2 := openFile(t, path), openFile(t, path)
+	defer s1.Close()
+	defer s2.Close()
+	for _, x := range []struct {
+		s        *Store
+		id, text string
+		vec      []float32
+	}{{s2, "theirs", "alpha", []float32{1, 0}}, {s1, "ours", "bravo", []float32{1, 0.1}}} {
+		if _, err := x.s.AddDocument(t.Context(), knowledge.Document{ID: x.id, Title: x.id, Content: x.text},
+			[]knowledge.Chunk{{ID: x.id + "-0", Content: x.text, Embedding: x.vec}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := s1.VectorSearch(t.Context(), knowledge.DefaultTenant, []float32{1, 0}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hits {
+		ids = append(ids, h.DocumentID)
+	}
+	if len(ids) != 2 || ids[0] != "theirs" || ids[1] != "ours" {
+		t.Fatalf("vector search = %v, want [theirs ours]", ids)
+	}
+}
