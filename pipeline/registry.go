@@ -41,7 +41,12 @@ type PluginConfig struct {
 // Decode fills into (a pointer to the plugin's config struct, with
 // `mapstructure` tags and defaults already set) from the section. Unknown
 // keys are an error that names them, so typos never pass silently.
-func (c PluginConfig) Decode(into any) error {
+func (c PluginConfig) Decode(into any) error { return DecodeSection(c.Key, c.Raw, into) }
+
+// DecodeSection decodes a YAML section (raw) into a config struct with
+// `mapstructure` tags, as plugins and tools do: durations from strings,
+// weak typing, and unknown keys reported as errors naming key.
+func DecodeSection(key string, raw map[string]any, into any) error {
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:           into,
 		ErrorUnused:      true,
@@ -51,8 +56,8 @@ func (c PluginConfig) Decode(into any) error {
 	if err != nil {
 		return err
 	}
-	if err := dec.Decode(c.Raw); err != nil {
-		return fmt.Errorf("%s: %w", c.Key, err)
+	if err := dec.Decode(raw); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
 	}
 	return nil
 }

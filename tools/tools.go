@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/cloudwego/eino/schema"
-	"github.com/go-viper/mapstructure/v2"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -82,21 +81,7 @@ type Config struct {
 
 // Decode fills into (a pointer to the tool's config struct, defaults
 // already set) from the settings; unknown keys are an error naming them.
-func (c Config) Decode(into any) error {
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		Result:           into,
-		ErrorUnused:      true,
-		WeaklyTypedInput: true,
-		DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
-	})
-	if err != nil {
-		return err
-	}
-	if err := dec.Decode(c.Raw); err != nil {
-		return fmt.Errorf("%s: %w", c.Key, err)
-	}
-	return nil
-}
+func (c Config) Decode(into any) error { return pipeline.DecodeSection(c.Key, c.Raw, into) }
 
 var (
 	registryMu sync.RWMutex

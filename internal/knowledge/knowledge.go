@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -144,4 +145,27 @@ type Store interface {
 func ContentHash(content string) string {
 	sum := sha256.Sum256([]byte(content))
 	return hex.EncodeToString(sum[:])
+}
+
+// CheckNewDocument rejects, before a store tries it, what the stores'
+// schemas would reject less clearly: empty ids and chunk ids or indexes
+// given twice.
+func CheckNewDocument(doc Document, chunks []Chunk) error {
+	if doc.ID == "" {
+		return errors.New("empty document id")
+	}
+	ids := make(map[string]bool, len(chunks))
+	indexes := make(map[int]bool, len(chunks))
+	for _, c := range chunks {
+		switch {
+		case c.ID == "":
+			return errors.New("empty chunk id")
+		case ids[c.ID]:
+			return fmt.Errorf("chunk id %s given twice", c.ID)
+		case indexes[c.Index]:
+			return fmt.Errorf("chunk index %d given twice", c.Index)
+		}
+		ids[c.ID], indexes[c.Index] = true, true
+	}
+	return nil
 }

@@ -23,7 +23,7 @@ func (e *errDuplicate) Error() string { return knowledge.ErrDuplicate.Error() }
 // AddDocument stores doc and its chunks with their keyword terms and adds
 // their embeddings to the in-memory vector index, all or nothing.
 func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks []knowledge.Chunk) (knowledge.Document, error) {
-	if err := checkNew(doc, chunks); err != nil {
+	if err := knowledge.CheckNewDocument(doc, chunks); err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
 	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
@@ -79,27 +79,6 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
 	return doc, nil
-}
-
-// checkNew rejects what the schema would reject less clearly.
-func checkNew(doc knowledge.Document, chunks []knowledge.Chunk) error {
-	if doc.ID == "" {
-		return errors.New("empty document id")
-	}
-	ids := make(map[string]bool, len(chunks))
-	indexes := make(map[int]bool, len(chunks))
-	for _, c := range chunks {
-		switch {
-		case c.ID == "":
-			return errors.New("empty chunk id")
-		case ids[c.ID]:
-			return fmt.Errorf("chunk id %s given twice", c.ID)
-		case indexes[c.Index]:
-			return fmt.Errorf("chunk index %d given twice", c.Index)
-		}
-		ids[c.ID], indexes[c.Index] = true, true
-	}
-	return nil
 }
 
 // insertChunks inserts the chunks with their terms in one round trip and

@@ -17,7 +17,7 @@ const documentColumns = `id, tenant_id, title, source, media_type, content_hash,
 // AddDocument stores doc and its chunks, indexes them for keyword search
 // and adds their embeddings to the in-memory vector index, all or nothing.
 func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks []knowledge.Chunk) (knowledge.Document, error) {
-	if err := checkNew(doc, chunks); err != nil {
+	if err := knowledge.CheckNewDocument(doc, chunks); err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
 	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
@@ -78,27 +78,6 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
 	return doc, nil
-}
-
-// checkNew rejects what the schema would reject less clearly.
-func checkNew(doc knowledge.Document, chunks []knowledge.Chunk) error {
-	if doc.ID == "" {
-		return errors.New("empty document id")
-	}
-	ids := make(map[string]bool, len(chunks))
-	indexes := make(map[int]bool, len(chunks))
-	for _, c := range chunks {
-		switch {
-		case c.ID == "":
-			return errors.New("empty chunk id")
-		case ids[c.ID]:
-			return fmt.Errorf("chunk id %s given twice", c.ID)
-		case indexes[c.Index]:
-			return fmt.Errorf("chunk index %d given twice", c.Index)
-		}
-		ids[c.ID], indexes[c.Index] = true, true
-	}
-	return nil
 }
 
 // insertChunks inserts the chunks and their keyword-index rows and returns
