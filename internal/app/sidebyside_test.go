@@ -137,6 +137,14 @@ func TestStopStopsEveryModelSideBySide(t *testing.T) {
 	if err := h.provider.WaitChunks(ctxTimeout(t), 4); err != nil { // two chunks of each
 		t.Fatal(err)
 	}
+	// Stop once both models' first answer text has reached the client.
+	seen := map[string]bool{}
+	before := s.until(func(e event) bool {
+		if e.Type == eventbus.TypeAnswerDelta && e.Placement != nil {
+			seen[e.Placement.Model] = true
+		}
+		return seen["default"] && seen["other"]
+	})
 	if code := h.call("POST", "/api/v1/streams/"+s.messageID()+"/stop", "", nil); code != http.StatusAccepted {
 		t.Fatalf("stop: %d", code)
 	}
@@ -145,7 +153,7 @@ func TestStopStopsEveryModelSideBySide(t *testing.T) {
 			t.Fatalf("a model's call was not aborted: %v", err)
 		}
 	}
-	evs := s.all()
+	evs := append(before, s.all()...)
 	checkSeqs(t, evs, 1)
 	if fin := finished(t, evs); fin.Status != eventbus.StatusStopped {
 		t.Fatalf("finished = %+v", fin)

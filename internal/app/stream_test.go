@@ -195,8 +195,9 @@ func TestStopWhileThinkingClosesTheThinkTag(t *testing.T) {
 	session := h.createSession()
 	s := h.ask(session, "q")
 	_ = gate.WaitReached(ctxTimeout(t))
+	before := s.until(isType(eventbus.TypeThinkingDelta)) // the thinking block is open on the client
 	h.call("POST", "/api/v1/streams/"+s.messageID()+"/stop", "", nil)
-	evs := s.all()
+	evs := append(before, s.all()...)
 	if got := text(evs, eventbus.TypeThinkingDelta); !strings.HasPrefix(got, "<think>") || !strings.HasSuffix(got, "</think>") {
 		t.Fatalf("thinking after stop = %q", got)
 	}
