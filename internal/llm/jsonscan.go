@@ -261,6 +261,24 @@ func (s *scanner) objectBegin() (null bool, err error) {
 	return false, s.syntax("expected object")
 }
 
+// fields walks an object (or null, reported as such), calling field for
+// each key with the scanner positioned at its value; field must consume
+// the value. The key is valid only during the call.
+func (s *scanner) fields(field func(key []byte) error) (null bool, err error) {
+	if null, err = s.objectBegin(); err != nil || null {
+		return null, err
+	}
+	for first := true; ; first = false {
+		key, done, err := s.nextKey(first)
+		if err != nil || done {
+			return false, err
+		}
+		if err := field(key); err != nil {
+			return false, err
+		}
+	}
+}
+
 // arrayBegin consumes '[' or null.
 func (s *scanner) arrayBegin() (null bool, err error) {
 	switch s.peek() {

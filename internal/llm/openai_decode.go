@@ -162,18 +162,7 @@ func (s *scanner) choices(c *chunk) error {
 
 // choice decodes one element of choices and returns its index.
 func (s *scanner) choice(c *chunk) (index int, err error) {
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return -1, err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return 0, err
-		}
-		if done {
-			return index, nil
-		}
+	null, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "index":
 			index, err = s.int()
@@ -184,25 +173,16 @@ func (s *scanner) choice(c *chunk) (index int, err error) {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return 0, err
-		}
+		return err
+	})
+	if null {
+		return -1, err
 	}
+	return index, err
 }
 
 func (s *scanner) delta(c *chunk) error {
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	_, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "content":
 			c.content, err = s.optString()
@@ -215,10 +195,9 @@ func (s *scanner) delta(c *chunk) error {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
+	return err
 }
 
 func (s *scanner) toolCalls() ([]schema.ToolCall, error) {
@@ -247,19 +226,8 @@ func (s *scanner) toolCalls() ([]schema.ToolCall, error) {
 // non-streaming servers) takes its position in the array.
 func (s *scanner) toolCall(pos int) (schema.ToolCall, error) {
 	var tc schema.ToolCall
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return tc, err
-	}
 	index := pos
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return tc, err
-		}
-		if done {
-			break
-		}
+	null, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "index":
 			index, err = s.int()
@@ -282,27 +250,17 @@ func (s *scanner) toolCall(pos int) (schema.ToolCall, error) {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return tc, err
-		}
+		return err
+	})
+	if err != nil || null {
+		return tc, err
 	}
 	tc.Index = &index
 	return tc, nil
 }
 
 func (s *scanner) function(f *schema.FunctionCall) error {
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	_, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "name":
 			f.Name, err = s.optString()
@@ -318,27 +276,14 @@ func (s *scanner) function(f *schema.FunctionCall) error {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
+	return err
 }
 
 func (s *scanner) usage(c *chunk) error {
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return err
-	}
 	u := &schema.TokenUsage{}
-	c.usage = u
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	null, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "prompt_tokens":
 			u.PromptTokens, err = s.int()
@@ -353,35 +298,25 @@ func (s *scanner) usage(c *chunk) error {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if !null {
+		c.usage = u
 	}
+	return err
 }
 
 // intField reads one integer field of an object (or null), skipping the rest.
 func (s *scanner) intField(name string, dst *int) error {
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	_, err := s.fields(func(key []byte) (err error) {
 		if string(key) == name {
 			*dst, err = s.int()
 		} else {
 			err = s.skip()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
+	return err
 }
 
 // errorValue reads "error": an object, a plain string, or null.
@@ -394,20 +329,8 @@ func (s *scanner) errorValue(c *chunk) error {
 	case 'n':
 		return s.skip()
 	}
-	null, err := s.objectBegin()
-	if err != nil || null {
-		return err
-	}
 	e := &errorObject{}
-	c.err = e
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	null, err := s.fields(func(key []byte) (err error) {
 		switch string(key) {
 		case "message":
 			e.message, err = s.messageText()
@@ -418,10 +341,12 @@ func (s *scanner) errorValue(c *chunk) error {
 		default:
 			err = s.skip()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if !null {
+		c.err = e
 	}
+	return err
 }
 
 // messageText reads an error message: a string, or an array of strings
