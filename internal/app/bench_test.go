@@ -171,25 +171,7 @@ func BenchmarkTimeToFirstAnswerByte(b *testing.B) {
 			b.StopTimer()
 			session := newSession(b, client, srv.URL, mode)
 			b.StartTimer()
-			resp, err := client.Post(srv.URL+"/api/v1/sessions/"+session+"/messages", "application/json",
-				strings.NewReader(`{"content":"How do I resume a stream after a dropped connection?"}`))
-			if err != nil {
-				b.Fatal(err)
-			}
-			br := bufio.NewReader(resp.Body)
-			for {
-				line, err := br.ReadString('\n')
-				if err != nil {
-					b.Fatal("no answer delta")
-				}
-				if line == "event: answer.delta\n" {
-					break
-				}
-			}
-			b.StopTimer()
-			_, _ = io.Copy(io.Discard, br)
-			resp.Body.Close()
-			b.StartTimer()
+			firstAnswerDelta(b, client, srv.URL, session, "How do I resume a stream after a dropped connection?")
 		}
 	}
 	b.Run("chatpipe-chat", func(b *testing.B) {
@@ -198,21 +180,54 @@ func BenchmarkTimeToFirstAnswerByte(b *testing.B) {
 	})
 	b.Run("chatpipe-rag", func(b *testing.B) {
 		srv, _ := benchApp(b, benchConfig(b, provider.BaseURL()), &http.Client{Transport: &http.Transport{}})
-		client := &http.Client{Transport: &http.Transport{}}
-		for i := range 200 { // a small knowledge base: 200 documents, one of them about resuming
-			doc := fmt.Sprintf("# Note %d\n\nParagraph %d about gardening, cooking and cycling, nothing else.", i, i)
-			if i == 100 {
-				doc = "# Resume\n\nAfter a dropped connection, resume the stream with Last-Event-ID or ?after=N."
-			}
-			body, _ := json.Marshal(map[string]string{"content": doc})
-			resp, err := client.Post(srv.URL+"/api/v1/knowledge/documents", "application/json", bytes.NewReader(body))
-			if err != nil || resp.StatusCode != http.StatusCreated {
-				b.Fatalf("ingest: %v %v", err, resp.Status)
-			}
-			resp.Body.Close()
-		}
+		ingestBenchDocs(b, &http.Client{Transport: &http.Transport{}}, srv.URL)
 		ask(b, srv, "rag")
 	})
+}
+
+// ingestBenchDocs loads a small knowledge base: 200 documents, one of them
+// about resuming a stream.
+func ingestBenchDocs(b *testing.B, client *http.Client, base string) {
+	b.Helper()
+	for i := range 200 {
+		doc := fmt.Sprintf("# Note %d\n\nParagraph %d about gardening, cooking and cycling, nothing else.", i, i)
+		if i == 100 {
+			doc = "# Resume\n\nAfter a dropped connection, resume the stream with Last-Event-ID or ?after=N."
+		}
+		body, _ := json.Marshal(map[string]string{"content": doc})
+		resp, err := client.Post(base+"/api/v1/knowledge/documents", "application/json", bytes.NewReader(body))
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			b.Fatalf("ingest: %v %v", err, resp.Status)
+		}
+		resp.Body.Close()
+	}
+}
+
+// firstAnswerDelta asks question in session and reads the SSE stream up
+// to the first answer.delta (timed); the rest is read with the timer
+// stopped and returned.
+func firstAnswerDelta(b *testing.B, client *http.Client, base, session, question string) []byte {
+	b.Helper()
+	body, _ := json.Marshal(map[string]string{"content": question})
+	resp, err := client.Post(base+"/api/v1/sessions/"+session+"/messages", "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			b.Fatal("no answer delta")
+		}
+		if line == "event: answer.delta\n" {
+			break
+		}
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	rest, _ := io.ReadAll(br)
+	return rest
 }
 
 func newSession(b *testing.B, client *http.Client, base, mode string) string {

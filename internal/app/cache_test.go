@@ -1,12 +1,8 @@
 package app_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -215,44 +211,14 @@ func BenchmarkTimeToFirstAnswerByteCache(b *testing.B) {
 	withCachedRAG(cfg)
 	srv, _ := benchApp(b, cfg, &http.Client{Transport: &http.Transport{}})
 	client := &http.Client{Transport: &http.Transport{}}
-	for i := range 200 { // a small knowledge base: 200 documents, one of them about resuming
-		doc := fmt.Sprintf("# Note %d\n\nParagraph %d about gardening, cooking and cycling, nothing else.", i, i)
-		if i == 100 {
-			doc = "# Resume\n\nAfter a dropped connection, resume the stream with Last-Event-ID or ?after=N."
-		}
-		body, _ := json.Marshal(map[string]string{"content": doc})
-		resp, err := client.Post(srv.URL+"/api/v1/knowledge/documents", "application/json", bytes.NewReader(body))
-		if err != nil || resp.StatusCode != http.StatusCreated {
-			b.Fatalf("ingest: %v %v", err, resp.Status)
-		}
-		resp.Body.Close()
-	}
+	ingestBenchDocs(b, client, srv.URL)
 	ask := func(b *testing.B, question string) {
 		b.StopTimer()
 		session := newSession(b, client, srv.URL, "rag")
-		body, _ := json.Marshal(map[string]string{"content": question})
 		b.StartTimer()
-		resp, err := client.Post(srv.URL+"/api/v1/sessions/"+session+"/messages", "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		br := bufio.NewReader(resp.Body)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				b.Fatal("no answer delta")
-			}
-			if line == "event: answer.delta\n" {
-				break
-			}
-		}
-		b.StopTimer()
-		rest, _ := io.ReadAll(br)
-		resp.Body.Close()
-		if !strings.Contains(string(rest), `"status":"completed"`) {
+		if rest := firstAnswerDelta(b, client, srv.URL, session, question); !strings.Contains(string(rest), `"status":"completed"`) {
 			b.Fatalf("the answer did not complete: %s", rest)
 		}
-		b.StartTimer()
 	}
 	asked := 0 // over every run of "miss" (-count repeats it on this server)
 	b.Run("miss", func(b *testing.B) {
