@@ -1,74 +1,15 @@
 package pgstore
 
 import (
-	"fmt"
-	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/history/historytest"
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
-// benchFinal is a typical answer: a few paragraphs, three references and
-// usage (the same as sqlitestore's, for comparison).
-var benchFinal = history.Final{
-	Status:   history.StatusCompleted,
-	Content:  strings.Repeat("An answer of a few paragraphs. ", 64),
-	Thinking: strings.Repeat("Reasoning. ", 48),
-	References: []eventbus.Reference{
-		{Index: 1, ChunkID: "c1", DocumentID: "d1", Title: "One", Content: "passage one", Score: 0.9},
-		{Index: 2, ChunkID: "c2", DocumentID: "d1", Title: "Two", Content: "passage two", Score: 0.8},
-		{Index: 3, ChunkID: "c3", DocumentID: "d2", Title: "Three", Content: "passage three", Score: 0.7},
-	},
-	Usage: &eventbus.Usage{PromptTokens: 900, CompletionTokens: 400, TTFTMS: 300, TotalMS: 4000},
-}
-
-// BenchmarkStartTurnFinishMessage measures one saved turn: StartTurn then
-// FinishMessage, two round trips to the server.
+// BenchmarkStartTurnFinishMessage measures one saved turn: two round trips
+// to the server (compare with sqlitestore's, which runs the same body).
 func BenchmarkStartTurnFinishMessage(b *testing.B) {
-	s := benchStore(b, 1)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		turn(b, s, "s0", i)
-		i++
-	}
-}
-
-// BenchmarkStartTurnFinishMessageParallel runs turns in many sessions at
-// once over the pool.
-func BenchmarkStartTurnFinishMessageParallel(b *testing.B) {
-	const sessions = 16
-	s := benchStore(b, sessions)
-	var n atomic.Int64
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(n.Add(1))
-			turn(b, s, fmt.Sprintf("s%d", i%sessions), i)
-		}
-	})
-}
-
-func benchStore(b *testing.B, sessions int) *Store {
-	s := openSchema(b, pgdbtest.NewSchema(b))
-	for i := range sessions {
-		if _, err := s.CreateSession(b.Context(), history.Session{ID: fmt.Sprintf("s%d", i), Mode: "chat"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return s
-}
-
-func turn(b *testing.B, s *Store, sessionID string, i int) {
-	uid, aid := fmt.Sprintf("u%d", i), fmt.Sprintf("a%d", i)
-	if _, _, err := s.StartTurn(b.Context(), sessionID, history.Message{ID: uid, Content: "What is WAL mode?"}, aid); err != nil {
-		b.Error(err)
-		return
-	}
-	if err := s.FinishMessage(b.Context(), aid, benchFinal); err != nil {
-		b.Error(err)
-	}
+	historytest.BenchTurns(b, func(b *testing.B) history.Store { return openSchema(b, pgdbtest.NewSchema(b)) })
 }
