@@ -1,0 +1,81 @@
+// Package cli holds chatpipe's subcommands (`chatpipe NAME ARGS...`):
+// each command lives in its own file and registers itself in init, so
+// main.go only dispatches. With no subcommand, chatpipe serves.
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/chatpipe/chatpipe/config"
+)
+
+// Command is one subcommand.
+type Command struct {
+	Name    string // what follows `chatpipe` on the command line
+	Summary string // one line for `chatpipe help`
+	// Run runs the command with the arguments after its name. An error
+	// is printed as "chatpipe NAME: err" and exits 1; ErrUsage exits 2.
+	Run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// ErrUsage reports bad arguments; the command has printed its usage.
+var ErrUsage = flag.ErrHelp
+
+var commands = map[string]Command{}
+
+// Register adds a command; it panics on a duplicate name (a programming
+// error found at start).
+func Register(c Command) {
+	if _, dup := commands[c.Name]; dup {
+		panic("cli: command registered twice: " + c.Name)
+	}
+	commands[c.Name] = c
+}
+
+// Lookup returns the command called name.
+func Lookup(name string) (Command, bool) {
+	c, ok := commands[name]
+	return c, ok
+}
+
+// Help lists the commands, one a line.
+func Help(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: chatpipe [-config FILE]          serve (the default)")
+	for _, n := range names {
+		fmt.Fprintf(w, "       chatpipe %-25s %s\n", n+" ...", commands[n].Summary)
+	}
+}
+
+// Main runs c and returns the process exit code.
+func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Writer) int {
+	err := c.Run(ctx, args, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case err == ErrUsage:
+		return 2
+	default:
+		fmt.Fprintf(stderr, "chatpipe %s: %s\n", c.Name, strings.TrimSpace(err.Error()))
+		return 1
+	}
+}
+
+// FlagSet returns a flag set for command name that writes its usage to
+// stderr and returns errors instead of exiting, with the -config flag
+// every command that reads the configuration shares.
+func FlagSet(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("chatpipe "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", config.DefaultPath, "configuration file (CHATPIPE_* environment variables override its keys)")
+	return fs, path
+}
