@@ -186,4 +186,11 @@ type Redis struct {
 type Postgres struct {
 	DSN      string `mapstructure:"dsn"`       // postgres://user@host:5432/db (env CHATPIPE_POSTGRES_DSN)
 	MaxConns int    `mapstructure:"max_conns"` // connection pool size
+	// Pgvector: "auto" searches vectors through pgvector's HNSW index when
+	// the server has the extension (else exactly, over real[] in memory);
+	// "off" always uses real[].
+	Pgvector string `mapstructure:"pgvector"`
+	// HNSWEfSearch is pgvector's hnsw.ef_search (1..1000): candidates one
+	// vector search keeps; higher = better recall, slower.
+	HNSWEfSearch int `mapstructure:"hnsw_ef_search"`
 }

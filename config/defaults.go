@@ -132,8 +132,10 @@ func builtinDefaults() map[string]any {
 			"queue_size":   4096,
 		},
 		"postgres": map[string]any{
-			"dsn":       "",
-			"max_conns": 16,
+			"dsn":            "",
+			"max_conns":      16,
+			"pgvector":       "auto",
+			"hnsw_ef_search": 100,
 		},
 		"auth": map[string]any{
 			"keys":       []any{},

@@ -19,6 +19,7 @@ var ErrUnknownMode = errors.New("no such chat mode")
 var (
 	streamStores       = []string{"memory", "redis"}
 	storageDrivers     = []string{"sqlite", "postgres"}
+	pgvectorModes      = []string{"auto", "off"}
 	embeddingProviders = []string{"", "openai"}
 	logLevels          = []string{"debug", "info", "warn", "error"}
 	logFormats         = []string{"json", "console"}
@@ -90,6 +91,10 @@ func (c *Config) Validate() error {
 		}
 		if c.Postgres.MaxConns <= 0 {
 			add("postgres.max_conns", "must be greater than 0, got %d", c.Postgres.MaxConns)
+		}
+		oneOf("postgres.pgvector", c.Postgres.Pgvector, pgvectorModes)
+		if c.Postgres.HNSWEfSearch < 1 || c.Postgres.HNSWEfSearch > 1000 {
+			add("postgres.hnsw_ef_search", "must be between 1 and 1000 (pgvector's hnsw.ef_search), got %d", c.Postgres.HNSWEfSearch)
 		}
 	}
 	if c.StreamStore == "redis" {

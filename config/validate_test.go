@@ -42,6 +42,12 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"stream store not available", func(c *Config) { c.StreamStore = "kafka" }, "stream_store", "accepted: memory, redis"},
 		{"storage driver not available", func(c *Config) { c.Storage.Driver = "mysql" }, "storage.driver", "accepted: sqlite, postgres"},
 		{"postgres without a dsn", func(c *Config) { c.Storage.Driver = "postgres" }, "postgres.dsn", "required"},
+		{"pgvector mode unknown", func(c *Config) {
+			c.Storage.Driver, c.Postgres.DSN, c.Postgres.Pgvector = "postgres", "postgres://db/chat", "always"
+		}, "postgres.pgvector", "accepted: auto, off"},
+		{"hnsw ef_search out of range", func(c *Config) {
+			c.Storage.Driver, c.Postgres.DSN, c.Postgres.HNSWEfSearch = "postgres", "postgres://db/chat", 5000
+		}, "postgres.hnsw_ef_search", "between 1 and 1000"},
 		{"redis with a bad address", func(c *Config) { c.StreamStore = "redis"; c.Redis.Addr = "nowhere" }, "redis.addr", ""},
 		{"cors origin without scheme", func(c *Config) { c.CORS.AllowedOrigins = []string{"chat.example.com"} }, "cors.allowed_origins[0]", "origin"},
 		{"sqlite path empty", func(c *Config) { c.Storage.SQLite.Path = " " }, "storage.sqlite.path", ""},

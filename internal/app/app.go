@@ -228,7 +228,16 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 	var store knowledge.Store
 	var err error
 	if cfg.Storage.Driver == "postgres" {
-		store, err = kpgstore.Open(ctx, cfg.Postgres.DSN, kpgstore.Options{MaxConns: int32(cfg.Postgres.MaxConns)})
+		var ps *kpgstore.Store
+		ps, err = kpgstore.Open(ctx, cfg.Postgres.DSN, kpgstore.Options{
+			MaxConns:   int32(cfg.Postgres.MaxConns),
+			NoPgvector: cfg.Postgres.Pgvector == "off",
+			EfSearch:   cfg.Postgres.HNSWEfSearch,
+		})
+		if err == nil {
+			a.log.Info("knowledge: vector search via " + ps.VectorSearchBackend())
+			store = ps
+		}
 	} else {
 		store, err = ksqlite.Open(ctx, cfg.Storage.SQLite.Path)
 	}

@@ -128,9 +128,14 @@ type Store interface {
 	// chunks: other tenants' chunks never take a place.
 	KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error)
 	// VectorSearch ranks the tenant's embedded chunks by cosine similarity
-	// to vector, exactly. Chunks whose embedding has another dimension, and
-	// chunks with a similarity of 0 or less, are not returned. The limit
-	// applies to the tenant's chunks, as for KeywordSearch.
+	// to vector. Chunks whose embedding has another dimension, and chunks
+	// with a similarity of 0 or less, are not returned. The limit applies
+	// to the tenant's chunks, as for KeywordSearch. Scores are exact
+	// cosines, and the SQLite and PostgreSQL real[] stores rank exactly;
+	// with pgvector the candidates come from an approximate (HNSW) index,
+	// so a true neighbour may be missing (recall below 1, traded for speed
+	// by hnsw.ef_search, config postgres.hnsw_ef_search). The conformance
+	// suite's data is small enough for every store to be exact on it.
 	VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]Hit, error)
 	// Version changes on every add and delete, of any tenant, and never
 	// repeats for one store; compare it for equality only (a response

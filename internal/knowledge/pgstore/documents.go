@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,7 +37,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	}
 	doc.Warning = ""
 
-	var seqs []int64
+	var (
+		seqs    []int64
+		newDims []int
+	)
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		// Writers queue on the version's row lock, so no other replica can
 		// add this content between this check and the commit.
@@ -60,7 +64,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 			return err
 		}
 		var err error
-		seqs, err = insertChunks(ctx, tx, doc, chunks)
+		if seqs, err = insertChunks(ctx, tx, doc, chunks); err != nil {
+			return err
+		}
+		newDims, err = s.recordDims(ctx, tx, chunks)
 		return err
 	}, func() {
 		for i, c := range chunks {
@@ -78,7 +85,39 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 	case err != nil:
 		return knowledge.Document{}, fmt.Errorf("knowledge: add document: %w", err)
 	}
+	s.dimsMu.Lock()
+	for _, d := range newDims {
+		s.dims[d] = true
+	}
+	s.dimsMu.Unlock()
 	return doc, nil
+}
+
+// recordDims records, in tx, the embedding dimensions of chunks this
+// store has not seen yet, and with pgvector creates their HNSW indexes
+// (in the same transaction: its chunks are indexed from the start). It
+// returns them, to be marked known once tx commits. Writers hold the
+// version's row lock, so no other replica creates the same index at once.
+func (s *Store) recordDims(ctx context.Context, tx pgx.Tx, chunks []knowledge.Chunk) ([]int, error) {
+	var dims []int
+	s.dimsMu.Lock()
+	for _, c := range chunks {
+		if d := len(c.Embedding); d > 0 && !s.dims[d] && !slices.Contains(dims, d) {
+			dims = append(dims, d)
+		}
+	}
+	s.dimsMu.Unlock()
+	for _, d := range dims {
+		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_embedding_dims (dims) VALUES ($1) ON CONFLICT DO NOTHING`, d); err != nil {
+			return nil, err
+		}
+		if s.pgvector {
+			if err := s.ext.ensureIndex(ctx, tx, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return dims, nil
 }
 
 // insertChunks inserts the chunks with their terms in one round trip and

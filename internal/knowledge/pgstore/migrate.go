@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"embed"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,17 +24,41 @@ var migrationFiles embed.FS
 
 // migrate applies the migrations not yet recorded in knowledge_migrations,
 // all in one transaction with their records, under the lock the history
-// store's migrations take too (pgdb.Migrate). In the same transaction it
-// then tries to enable pgvector and reports whether vector search can use
-// it.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, ms []migrations.Migration, now func() time.Time) (pgvector bool, err error) {
+// store's migrations take too (pgdb.Migrate). In the same transaction,
+// at every Open (a server may gain pgvector after the migrations ran), it
+// then enables pgvector unless opts.NoPgvector, creates the HNSW index of
+// every embedding dimension stored so far that lacks one, and returns the
+// extension (its schema empty when vector search stays on real[]) and the
+// dimensions.
+func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options, ms []migrations.Migration, now func() time.Time) (ext extension, dims map[int]bool, err error) {
 	steps := pgdb.Steps{Table: "knowledge_migrations", Name: "knowledge", All: ms}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := pgdb.Migrate(ctx, tx, schema, steps, now); err != nil {
+		if err := pgdb.Migrate(ctx, tx, opts.Schema, steps, now); err != nil {
 			return err
 		}
-		pgvector, err = enablePgvector(ctx, tx)
-		return err
+		rows, err := tx.Query(ctx, `SELECT dims FROM knowledge_embedding_dims`)
+		if err != nil {
+			return err
+		}
+		stored, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return err
+		}
+		if opts.NoPgvector {
+			ext = extension{reason: "pgvector off by configuration"}
+		} else if ext, err = enablePgvector(ctx, tx); err != nil {
+			return fmt.Errorf("enable pgvector: %w", err)
+		}
+		dims = make(map[int]bool, len(stored))
+		for _, d := range stored {
+			if ext.schema != "" {
+				if err := ext.ensureIndex(ctx, tx, d); err != nil {
+					return err
+				}
+			}
+			dims[d] = true
+		}
+		return nil
 	})
-	return pgvector, err
+	return ext, dims, err
 }

@@ -69,8 +69,9 @@ func collectHits(rows pgx.Rows) ([]knowledge.Hit, error) {
 }
 
 // VectorSearch ranks the tenant's embedded chunks by cosine similarity to
-// vector: exactly, over the in-memory copy of the tenant's vectors (or on
-// the server, with pgvector).
+// vector: with pgvector on the server, through the HNSW index of the
+// vector's dimension (approximately, see pgvector.go); otherwise exactly,
+// over the in-memory copy of the tenant's vectors.
 func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]knowledge.Hit, error) {
 	q := vectorindex.Normalize(vector)
 	if q == nil || limit <= 0 {
