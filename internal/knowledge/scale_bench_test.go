@@ -1,0 +1,131 @@
+package knowledge_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
+	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// BenchmarkSearch100kChunks measures Service.Search (top 20), keyword-only
+// and hybrid (256-dimensional hash embeddings), over 100,000 chunks of
+// knowledgetest.ScaleCorpus (5,000 documents of 20 sections), per-query
+// latency percentiles included, on SQLite, on PostgreSQL with pgvector's
+// HNSW index and on PostgreSQL's real[] path (the last two on one schema,
+// loaded once; "postgres/pgvector/keyword" is the same query as
+// "postgres/real[]/keyword"). The corpus is built and loaded once per run, which takes
+// minutes; the PostgreSQL runs need CHATPIPE_TEST_POSTGRES_DSN:
+//
+//	go test -run '^$' -bench Search100kChunks -benchtime 400x ./internal/knowledge/
+func BenchmarkSearch100kChunks(b *testing.B) {
+	corpus := knowledgetest.NewScaleCorpus(5000, 20)
+	emb := knowledgetest.HashEmbedder{Dims: 256}
+	ctx := context.Background()
+
+	b.Run("sqlite", func(b *testing.B) {
+		s, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "chatpipe.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		loadScale(b, corpus, s, &emb)
+		benchSearchModes(b, corpus, s, emb)
+	})
+
+	// PostgreSQL, one schema: loaded through a real[] store (no HNSW index
+	// to update per insert), searched by it, then by a pgvector store
+	// opening the same schema, which builds the index in one go (with
+	// room for it in maintenance_work_mem).
+	b.Run("postgres", func(b *testing.B) {
+		dsn := pgdbtest.DSN(b)
+		schema := pgdbtest.NewSchema(b)
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		open := func(b *testing.B, noPgvector bool) *pgstore.Store {
+			s, err := pgstore.Open(ctx, dsn+sep+"maintenance_work_mem=1GB", pgstore.Options{MaxConns: 8, Schema: schema, NoPgvector: noPgvector})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		}
+		plain := open(b, true)
+		loadScale(b, corpus, plain, &emb)
+		b.Run("real[]", func(b *testing.B) { benchSearchModes(b, corpus, plain, emb) })
+		start := time.Now()
+		s := open(b, false)
+		b.Logf("Open built the HNSW index of %d chunks in %v; vector search via %s", corpus.Chunks(), time.Since(start).Round(time.Millisecond), s.VectorSearchBackend())
+		b.Run("pgvector", func(b *testing.B) { benchSearchModes(b, corpus, s, emb) })
+	})
+}
+
+func loadScale(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledge.Store, emb *knowledgetest.HashEmbedder) {
+	start := time.Now()
+	if err := corpus.Load(context.Background(), s, knowledge.DefaultTenant, emb); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("loaded %d chunks in %v", corpus.Chunks(), time.Since(start).Round(time.Millisecond))
+}
+
+// benchSearchModes runs keyword and hybrid Service.Search over s.
+func benchSearchModes(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledge.Store, emb knowledgetest.HashEmbedder) {
+	for _, m := range []struct {
+		name string
+		svc  *knowledge.Service
+	}{
+		{"keyword", knowledge.NewService(s, nil, testConfig(), nil)},
+		{"hybrid", knowledge.NewService(s, emb, testConfig(), nil)},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			var durations []time.Duration
+			hits, i := 0, 0
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				start := time.Now()
+				resp, err := m.svc.Search(context.Background(), pipeline.SearchRequest{Query: corpus.Queries[i%len(corpus.Queries)]})
+				durations = append(durations, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				hits += len(resp.Hits)
+				i++
+			}
+			// The process's CPU time per search: on a shared machine, wall
+			// times grow with the other processes' load, this does not
+			// (PostgreSQL's own CPU time is not in it).
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
+			reportPercentiles(b, durations)
+			b.ReportMetric(float64(hits)/float64(i), "hits/op")
+		})
+	}
+}
+
+// reportPercentiles reports the p50 and p99 of durations in milliseconds.
+func reportPercentiles(b *testing.B, durations []time.Duration) {
+	slices.Sort(durations)
+	pct := func(p float64) float64 {
+		return float64(durations[int(p*float64(len(durations)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// processCPU is the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
