@@ -83,7 +83,7 @@ func NewScaleCorpus(docs, sections int) ScaleCorpus {
 	}
 	for q := range 500 {
 		if q%5 == 4 {
-			c.Queries = append(c.Queries, chinese(4 + rng.IntN(5)))
+			c.Queries = append(c.Queries, chinese(4+rng.IntN(5)))
 			continue
 		}
 		qw := []string{"how", "do", "i"}
