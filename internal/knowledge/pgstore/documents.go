@@ -112,7 +112,7 @@ func (s *Store) recordDims(ctx context.Context, tx pgx.Tx, chunks []knowledge.Ch
 			return nil, err
 		}
 		if s.pgvector {
-			if err := s.ext.ensureIndex(ctx, tx, d); err != nil {
+			if _, err := s.ext.ensureIndex(ctx, tx, d); err != nil {
 				return nil, err
 			}
 		}

@@ -50,13 +50,25 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options, ms []migrati
 			return fmt.Errorf("enable pgvector: %w", err)
 		}
 		dims = make(map[int]bool, len(stored))
+		indexed := false
 		for _, d := range stored {
 			if ext.schema != "" {
-				if err := ext.ensureIndex(ctx, tx, d); err != nil {
+				created, err := ext.ensureIndex(ctx, tx, d)
+				if err != nil {
 					return err
 				}
+				indexed = indexed || created
 			}
 			dims[d] = true
+		}
+		if indexed {
+			// Chunks stored before the index need statistics now: without
+			// them (autovacuum may not have run yet after a bulk load) the
+			// planner guesses the tenant small and sorts all of its chunks
+			// exactly instead of using the index (seconds at 100,000).
+			if _, err := tx.Exec(ctx, `ANALYZE knowledge_chunks`); err != nil {
+				return fmt.Errorf("analyze knowledge_chunks: %w", err)
+			}
 		}
 		return nil
 	})

@@ -138,23 +138,28 @@ func (e extension) vectorType(dims int) (typ string, indexable bool) {
 }
 
 // ensureIndex creates the HNSW index of dims-dimensional embeddings
-// unless it exists. The name, expression and predicate must stay what
-// pgvectorSearch queries, or the planner does not use it.
-func (e extension) ensureIndex(ctx context.Context, tx pgx.Tx, dims int) error {
+// unless it exists, and reports whether it did. The name, expression and
+// predicate must stay what pgvectorSearch queries, or the planner does
+// not use it.
+func (e extension) ensureIndex(ctx context.Context, tx pgx.Tx, dims int) (created bool, err error) {
 	typ, indexable := e.vectorType(dims)
 	if !indexable {
-		return nil
+		return false, nil
+	}
+	name := "knowledge_chunks_hnsw_" + strconv.Itoa(dims)
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{name}.Sanitize()).Scan(&exists); err != nil || exists {
+		return false, err
 	}
 	ops := e.schema + ".vector_cosine_ops"
 	if dims > maxVectorDims {
 		ops = e.schema + ".halfvec_cosine_ops"
 	}
-	name := pgx.Identifier{"knowledge_chunks_hnsw_" + strconv.Itoa(dims)}.Sanitize()
-	if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+name+` ON knowledge_chunks
+	if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+pgx.Identifier{name}.Sanitize()+` ON knowledge_chunks
 		USING hnsw ((embedding::`+typ+`) `+ops+`) WHERE cardinality(embedding) = `+strconv.Itoa(dims)); err != nil {
-		return fmt.Errorf("create the HNSW index of %d-dimensional embeddings: %w", dims, err)
+		return false, fmt.Errorf("create the HNSW index of %d-dimensional embeddings: %w", dims, err)
 	}
-	return nil
+	return true, nil
 }
 
 // pgvectorSearch is VectorSearch on the server. q is unit length and not

@@ -93,6 +93,13 @@ func TestHNSWIndexPerDimension(t *testing.T) {
 		t.Errorf("real[] store created %v", got)
 	}
 	s := openPgvector(t, schema)
+	// The index built on stored chunks comes with statistics for the
+	// planner (ANALYZE), or it would not use the index after a bulk load.
+	var analyzed bool
+	if err := s.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stats
+		WHERE tablename = 'knowledge_chunks' AND schemaname = current_schema())`).Scan(&analyzed); err != nil || !analyzed {
+		t.Errorf("knowledge_chunks has no statistics after the HNSW index was built at Open (%v)", err)
+	}
 	addDoc(t, s, "a", "alpha", []float32{1, 0})
 	addDoc(t, s, "b", "bravo", []float32{0, 1})
 	addDoc(t, s, "c", "charlie", make3000(1))
