@@ -306,4 +306,3 @@ func BenchmarkParsePDF200Pages(b *testing.B) {
 	}
 	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "pages/s")
 }
-

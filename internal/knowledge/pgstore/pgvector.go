@@ -56,8 +56,8 @@ func enablePgvector(ctx context.Context, tx pgx.Tx) (bool, error) {
 // zero (vectorindex.Normalize), so no similarity is NaN.
 func (s *Store) pgvectorSearch(ctx context.Context, tenantID string, q []float32, limit int) ([]knowledge.Hit, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, document_id, title, heading, content, idx, score FROM (
-			SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, c.seq,
+		SELECT id, document_id, title, heading, page, content, idx, score FROM (
+			SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, c.seq,
 			       1 - (c.embedding::vector <=> $1::real[]::vector) AS score
 			FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
 			WHERE c.tenant_id = $2 AND cardinality(c.embedding) = $3
@@ -70,7 +70,7 @@ func (s *Store) pgvectorSearch(ctx context.Context, tenantID string, q []float32
 	}
 	hits, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (knowledge.Hit, error) {
 		var h knowledge.Hit
-		err := row.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex, &h.Score)
+		err := row.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex, &h.Score)
 		return h, err
 	})
 	if err != nil {
