@@ -108,7 +108,8 @@ type PipelineEntry struct {
 // the history store's database (storage.sqlite.path).
 type Knowledge struct {
 	SampleDocs     bool      `mapstructure:"sample_docs"`      // load the bundled sample documents when the knowledge base is empty
-	MaxUploadBytes int64     `mapstructure:"max_upload_bytes"` // largest document accepted
+	MaxUploadBytes int64     `mapstructure:"max_upload_bytes"` // largest text document accepted (.txt, .md, .html, JSON)
+	MaxFileBytes   int64     `mapstructure:"max_file_bytes"`   // largest PDF, DOCX, PPTX, XLSX or CSV file accepted
 	Chunking       Chunking  `mapstructure:"chunking"`
 	Embedding      Embedding `mapstructure:"embedding"`
 	Search         Search    `mapstructure:"search"`

@@ -93,6 +93,7 @@ func builtinDefaults() map[string]any {
 		"knowledge": map[string]any{
 			"sample_docs":      true,
 			"max_upload_bytes": 2 << 20,
+			"max_file_bytes":   50 << 20,
 			"chunking": map[string]any{
 				"target_tokens":  300,
 				"overlap_tokens": 40,

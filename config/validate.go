@@ -137,6 +137,7 @@ func (c *Config) Validate() error {
 		val int64
 	}{
 		{"knowledge.max_upload_bytes", k.MaxUploadBytes},
+		{"knowledge.max_file_bytes", k.MaxFileBytes},
 		{"knowledge.chunking.target_tokens", int64(k.Chunking.TargetTokens)},
 		{"knowledge.embedding.batch_size", int64(k.Embedding.BatchSize)},
 		{"knowledge.search.top_k", int64(k.Search.TopK)},

@@ -141,6 +141,7 @@ type Reference struct {
 	DocumentID string  `json:"document_id"`
 	Title      string  `json:"title"`
 	Heading    string  `json:"heading,omitempty"` // the section the passage starts in, if any
+	Page       int     `json:"page,omitempty"`    // the page (PDF) or slide (PPTX) the passage starts on; 0 = none
 	Content    string  `json:"content"`
 	Score      float64 `json:"score"`
 }

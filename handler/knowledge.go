@@ -41,7 +41,8 @@ func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
 	return out
 }
 
-// uploadExtensions are the file types an upload may have.
+// uploadExtensions are the text file types an upload may have; the files
+// the document parser reads are added by knowledge.IsFile.
 var uploadExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
 
 type addDocumentRequest struct {
@@ -54,12 +55,12 @@ type addDocumentRequest struct {
 // new document; 200 with the existing one when the same content is
 // already stored.
 func (h *Handler) addDocument(c *gin.Context) {
-	limit := h.cfg().Knowledge.MaxUploadBytes
+	limit, fileLimit := h.cfg().Knowledge.MaxUploadBytes, h.cfg().Knowledge.MaxFileBytes
 	var req knowledge.IngestRequest
 	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if mt == "multipart/form-data" {
 		var rerr *requestError
-		if req, rerr = readUpload(c, limit); rerr != nil {
+		if req, rerr = readUpload(c, limit, fileLimit); rerr != nil {
 			abort(c, rerr.status, rerr.code, rerr.message)
 			return
 		}
@@ -82,25 +83,34 @@ func (h *Handler) addDocument(c *gin.Context) {
 		out := documentJSON(doc, false)
 		out.Duplicate = true
 		c.JSON(http.StatusOK, out)
+	case fileUploadError(err) != nil:
+		rerr := fileUploadError(err)
+		abort(c, rerr.status, rerr.code, rerr.message)
+	case errors.Is(err, knowledge.ErrTooLarge) && req.File != nil:
+		rerr := fileTooLarge(fileLimit)
+		abort(c, rerr.status, rerr.code, rerr.message)
 	case errors.Is(err, knowledge.ErrEmpty):
 		abort(c, http.StatusBadRequest, "empty_document", "The document has no text.")
 	case errors.Is(err, knowledge.ErrBinary):
-		abort(c, http.StatusBadRequest, "binary_document", "The document is not text; upload .txt, .md or .html files.")
+		abort(c, http.StatusBadRequest, "binary_document", "The document is not text; upload "+supportedUploads+" files.")
 	case errors.Is(err, knowledge.ErrTooLarge):
 		abort(c, http.StatusRequestEntityTooLarge, "document_too_large",
 			fmt.Sprintf("The document is larger than the limit of %d bytes.", limit))
 	case errors.Is(err, knowledge.ErrUnsupportedType):
-		abort(c, http.StatusUnsupportedMediaType, "unsupported_type", "Only plain text, Markdown and HTML documents are supported.")
+		abort(c, http.StatusUnsupportedMediaType, "unsupported_type", "Only PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), CSV, plain text, Markdown and HTML documents are supported.")
 	default:
 		h.internal(c, "ingest document", err)
 	}
 }
 
-// readUpload reads a multipart upload: the "file" part (at most limit
-// bytes) and an optional "title" part.
-func readUpload(c *gin.Context, limit int64) (knowledge.IngestRequest, *requestError) {
+// readUpload reads a multipart upload: the "file" part and an optional
+// "title" part. A text file may have at most limit bytes; a PDF, DOCX,
+// PPTX, XLSX or CSV file (by extension, or by content without one) at
+// most fileLimit and goes to the document parser.
+func readUpload(c *gin.Context, limit, fileLimit int64) (knowledge.IngestRequest, *requestError) {
 	var req knowledge.IngestRequest
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit+64<<10)
+	bodyLimit := uploadLimit(limit, fileLimit)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit+64<<10)
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
 		return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
@@ -114,7 +124,7 @@ func readUpload(c *gin.Context, limit int64) (knowledge.IngestRequest, *requestE
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				return req, tooLarge(limit)
+				return req, tooLarge(bodyLimit)
 			}
 			return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
 		}
@@ -122,17 +132,24 @@ func readUpload(c *gin.Context, limit int64) (knowledge.IngestRequest, *requestE
 		case "file":
 			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 			ext := strings.ToLower(path.Ext(name))
-			if ext != "" && !uploadExtensions[ext] {
+			if ext != "" && !uploadExtensions[ext] && !knowledge.IsFile(name) {
 				return req, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
-					fmt.Sprintf("Files of type %s are not supported; upload .txt, .md or .html files.", ext)}
+					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
 			}
-			data, err := io.ReadAll(io.LimitReader(part, limit+1))
+			data, err := io.ReadAll(io.LimitReader(part, bodyLimit+1))
 			if err != nil {
 				var maxErr *http.MaxBytesError
 				if errors.As(err, &maxErr) {
-					return req, tooLarge(limit)
+					return req, tooLarge(bodyLimit)
 				}
 				return req, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
+			}
+			if isFileUpload(name, ext, data) {
+				if int64(len(data)) > fileLimit {
+					return req, fileTooLarge(fileLimit)
+				}
+				req.File, req.Source, gotFile = data, name, true
+				break
 			}
 			if int64(len(data)) > limit {
 				return req, tooLarge(limit)
@@ -216,6 +233,7 @@ type SearchHitJSON struct {
 	DocumentID   string  `json:"document_id"`
 	Title        string  `json:"title"`
 	Heading      string  `json:"heading,omitempty"`
+	Page         int     `json:"page,omitempty"` // the page (PDF) or slide (PPTX) the chunk is on
 	Content      string  `json:"content"`
 	Score        float64 `json:"score"`
 	KeywordScore float64 `json:"keyword_score"`
@@ -255,7 +273,7 @@ func (h *Handler) search(c *gin.Context) {
 	hits := make([]SearchHitJSON, len(res.Hits))
 	for i, x := range res.Hits {
 		hits[i] = SearchHitJSON{ChunkID: x.ChunkID, DocumentID: x.DocumentID, Title: x.Title, Heading: x.Heading,
-			Content: x.Content, Score: x.Score, KeywordScore: x.KeywordScore, VectorScore: x.VectorScore,
+			Page: x.Page, Content: x.Content, Score: x.Score, KeywordScore: x.KeywordScore, VectorScore: x.VectorScore,
 			KeywordRank: x.KeywordRank, VectorRank: x.VectorRank}
 	}
 	c.JSON(http.StatusOK, gin.H{"query": req.Query, "method": res.Method, "degraded": res.Degraded, "hits": hits})

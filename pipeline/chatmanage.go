@@ -167,6 +167,7 @@ type SearchHit struct {
 	DocumentID   string
 	Title        string // the document's title
 	Heading      string // the section heading the chunk sits under, if any
+	Page         int    // the chunk's page (PDF) or slide (PPTX), 0 when the source has no pages
 	Content      string
 	ChunkIndex   int     // position of the chunk in its document
 	Score        float64 // the fused score (higher is better); rerankers may replace it

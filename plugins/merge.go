@@ -25,8 +25,8 @@ type MergeConfig struct {
 }
 
 // Merge turns the ranked candidates into the numbered context: duplicates
-// and near-duplicates dropped, neighbouring chunks of a document joined
-// into one passage (their overlap removed), the best passages fitted to the
+// and near-duplicates dropped, neighbouring chunks of a document (on the
+// same page) joined into one passage (their overlap removed), the best passages fitted to the
 // token budget and numbered 1..n as ChatManage.References, announced with
 // a references event before any answer token.
 //
@@ -146,7 +146,7 @@ func mergePassages(hits []pipeline.SearchHit, budget int) ([]eventbus.Reference,
 	for _, p := range passages {
 		first := p.chunks[0]
 		ref := eventbus.Reference{Index: len(refs) + 1, ChunkID: first.ChunkID, DocumentID: first.DocumentID,
-			Title: first.Title, Heading: first.Heading, Content: p.content, Score: p.score}
+			Title: first.Title, Heading: first.Heading, Page: first.Page, Content: p.content, Score: p.score}
 		cost := referenceTokens(ref)
 		if cost > left {
 			// Cut the passage to what is left, unless that is too little to help.
@@ -227,7 +227,10 @@ func joinNeighbours(hits []pipeline.SearchHit) []passage {
 		var cur *passage
 		for _, i := range idx {
 			h := hits[i]
-			if cur != nil && key[0] != 0 && h.ChunkIndex == cur.chunks[len(cur.chunks)-1].ChunkIndex+1 {
+			// Neighbours on different pages stay apart: a reference names
+			// the one page its passage is on.
+			if cur != nil && key[0] != 0 && h.ChunkIndex == cur.chunks[len(cur.chunks)-1].ChunkIndex+1 &&
+				h.Page == cur.chunks[len(cur.chunks)-1].Page {
 				cur.chunks = append(cur.chunks, h)
 				cur.content = joinOverlap(cur.content, h.Content)
 				cur.rank = min(cur.rank, i)

@@ -215,6 +215,7 @@
       var s = el('summary');
       s.append(el('span', 'num', '[' + r.index + ']'), el('span', 'title', r.title || 'Untitled'));
       if (r.heading && r.heading !== r.title) s.append(el('span', 'heading', ' · ' + r.heading));
+      if (r.page > 0) s.append(el('span', 'page', ' · p. ' + r.page));
       d.append(s, el('p', 'passage', r.content || ''));
       li.append(d);
       ol.append(li);

@@ -318,7 +318,7 @@
         : 'Added “' + d.title + '” (' + d.chunks + ' passages).';
       ui.uploadStatus.dataset.keep = '1';
       ui.file.value = '';
-      ui.uploadName.textContent = 'Choose a .md, .txt or .html file';
+      ui.uploadName.textContent = 'Choose a PDF, Word, PowerPoint, Excel, CSV, Markdown, text or HTML file';
       loadDocuments();
     } catch (e) {
       ui.uploadStatus.textContent = e.message;
@@ -382,7 +382,7 @@
     $('new-chat').addEventListener('click', function () { showDraft(); closeMenu(); });
     $('upload-form').addEventListener('submit', upload);
     ui.file.addEventListener('change', function () {
-      ui.uploadName.textContent = ui.file.files[0] ? ui.file.files[0].name : 'Choose a .md, .txt or .html file';
+      ui.uploadName.textContent = ui.file.files[0] ? ui.file.files[0].name : 'Choose a PDF, Word, PowerPoint, Excel, CSV, Markdown, text or HTML file';
     });
     $('key-input').value = C.key;
     $('key-form').addEventListener('submit', function (ev) {

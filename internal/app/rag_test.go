@@ -202,6 +202,7 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 	big, bigCT := multipartUpload(t, "big.md", strings.Repeat("word ", 300), "")
 	bin, binCT := multipartUpload(t, "data.txt", "\x00\x01\x02binary\xff\xfe", "")
 	pdf, pdfCT := multipartUpload(t, "paper.pdf", "%PDF-1.7", "")
+	exe, exeCT := multipartUpload(t, "tool.exe", "MZ", "")
 	noFile := "--x\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nt\r\n--x--\r\n"
 	for _, tc := range []struct {
 		method, path, body, ct string
@@ -215,7 +216,8 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 		{"POST", "/api/v1/knowledge/documents", `{"content":`, "", 400, "invalid_json"},
 		{"POST", "/api/v1/knowledge/documents", big, bigCT, 413, "document_too_large"},
 		{"POST", "/api/v1/knowledge/documents", bin, binCT, 400, "binary_document"},
-		{"POST", "/api/v1/knowledge/documents", pdf, pdfCT, 415, "unsupported_type"},
+		{"POST", "/api/v1/knowledge/documents", pdf, pdfCT, 422, "corrupt_document"},
+		{"POST", "/api/v1/knowledge/documents", exe, exeCT, 415, "unsupported_type"},
 		{"POST", "/api/v1/knowledge/documents", noFile, "multipart/form-data; boundary=x", 400, "missing_file"},
 		{"GET", "/api/v1/knowledge/documents/nope", "", "", 404, "document_not_found"},
 		{"DELETE", "/api/v1/knowledge/documents/nope", "", "", 404, "document_not_found"},

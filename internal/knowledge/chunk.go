@@ -110,6 +110,7 @@ func sizeOf(pieces []piece) size {
 type packer struct {
 	target, overlap int
 	heading         string
+	page            int // of the section being packed (0: no pages)
 
 	cur    []piece
 	size   size    // of cur joined
@@ -157,6 +158,7 @@ func (k *packer) flush() {
 	k.chunks = append(k.chunks, Chunk{
 		Index:   len(k.chunks),
 		Heading: k.heading,
+		Page:    k.page,
 		Content: content,
 		Tokens:  tokens.Estimate(content),
 	})

@@ -23,6 +23,9 @@ type IngestRequest struct {
 	Content   string
 	Source    string // e.g. the uploaded file name; its extension helps tell the media type
 	MediaType string // text/markdown, text/plain or text/html; "" = from Source's extension, else Markdown
+	// File is a PDF, DOCX, PPTX, XLSX or CSV file to parse instead of
+	// Content (see file.go); Source is its file name.
+	File []byte
 }
 
 // maxTitleRunes bounds a title derived from the content.
@@ -46,28 +49,37 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (Document, erro
 func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Document, error) {
 	start := time.Now()
 	cfg := s.config()
-	if limit := cfg.MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
-		return Document{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
-	}
-	mediaType, err := resolveMediaType(req.MediaType, req.Source)
+	file, err := s.parseFile(ctx, req, cfg) // nil for text (file.go)
 	if err != nil {
 		return Document{}, err
 	}
-	if err := checkText(req.Content); err != nil {
-		return Document{}, err
-	}
-	text := normalizeText(req.Content)
-	if mediaType == MediaHTML {
-		text = HTMLToText(text)
-	}
-	if text == "" {
-		return Document{}, ErrEmpty
+	var text, mediaType, title string
+	if file != nil {
+		text, mediaType, title = file.text, file.mediaType, file.title(req)
+	} else {
+		if limit := cfg.MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
+			return Document{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
+		}
+		if mediaType, err = resolveMediaType(req.MediaType, req.Source); err != nil {
+			return Document{}, err
+		}
+		if err := checkText(req.Content); err != nil {
+			return Document{}, err
+		}
+		text = normalizeText(req.Content)
+		if mediaType == MediaHTML {
+			text = HTMLToText(text)
+		}
+		if text == "" {
+			return Document{}, ErrEmpty
+		}
+		title = documentTitle(req.Title, text, req.Source, mediaType)
 	}
 
 	doc := Document{
 		ID:        newDocumentID(),
 		TenantID:  cmp.Or(req.TenantID, DefaultTenant),
-		Title:     documentTitle(req.Title, text, req.Source, mediaType),
+		Title:     title,
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
 		Content:   text,
@@ -80,9 +92,12 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 
 	chunker := Chunker{TargetTokens: cfg.Chunking.TargetTokens, OverlapTokens: cfg.Chunking.OverlapTokens}
 	var chunks []Chunk
-	if mediaType == MediaPlain {
+	switch {
+	case file != nil:
+		chunks = chunker.Sections(file.doc.Sections)
+	case mediaType == MediaPlain:
 		chunks = chunker.PlainText(text)
-	} else {
+	default:
 		chunks = chunker.Markdown(text)
 	}
 	for i := range chunks {

@@ -54,7 +54,7 @@ type Document struct {
 	TenantID    string // whose document it is; only that tenant lists, searches and reads it
 	Title       string
 	Source      string // where it came from, e.g. an uploaded file name; may be empty
-	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML)
+	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML, or a docparse one)
 	Content     string // the indexed text (for HTML, the extracted text); empty in listings
 	ContentHash string // ContentHash(Content): a tenant's documents are unique by it
 	Bytes       int    // len(Content)
@@ -73,6 +73,7 @@ type Chunk struct {
 	DocumentID string
 	Index      int    // 0-based position in the document
 	Heading    string // heading path it sits under ("Guide > Install"), "" before the first heading
+	Page       int    // 1-based page (PDF) or slide (PPTX) it is on; 0 when the source has no pages
 	Content    string
 	Tokens     int       // tokens.Estimate(Content)
 	Embedding  []float32 // nil when not embedded
@@ -84,6 +85,7 @@ type Hit struct {
 	DocumentID string
 	Title      string
 	Heading    string
+	Page       int // the chunk's page, 0 when the source has no pages
 	Content    string
 	ChunkIndex int
 	// Score: for KeywordSearch the negated bm25 (higher is better), for

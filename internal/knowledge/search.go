@@ -193,7 +193,7 @@ func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK
 			return e
 		}
 		e := &pipeline.SearchHit{ChunkID: h.ChunkID, DocumentID: h.DocumentID, Title: h.Title,
-			Heading: h.Heading, Content: h.Content, ChunkIndex: h.ChunkIndex}
+			Heading: h.Heading, Page: h.Page, Content: h.Content, ChunkIndex: h.ChunkIndex}
 		byID[h.ChunkID] = e
 		order = append(order, e)
 		return e

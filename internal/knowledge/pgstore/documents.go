@@ -131,10 +131,10 @@ func insertChunks(ctx context.Context, tx pgx.Tx, doc knowledge.Document, chunks
 			embedding = c.Embedding
 		}
 		batch.Queue(`INSERT INTO knowledge_chunks
-			(id, document_id, tenant_id, idx, heading, content, tokens, terms, embedding)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, to_tsvector('simple', $8), $9) RETURNING seq`,
+			(id, document_id, tenant_id, idx, heading, content, tokens, terms, embedding, page)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, to_tsvector('simple', $8), $9, $10) RETURNING seq`,
 			c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Content, c.Tokens,
-			title+" "+indexText(c.Heading)+" "+indexText(c.Content), embedding)
+			title+" "+indexText(c.Heading)+" "+indexText(c.Content), embedding, c.Page)
 	}
 	results := tx.SendBatch(ctx, batch)
 	seqs := make([]int64, len(chunks))
@@ -211,7 +211,7 @@ func (s *Store) Chunks(ctx context.Context, documentID string) ([]knowledge.Chun
 }
 
 func (s *Store) chunks(ctx context.Context, documentID string) ([]knowledge.Chunk, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, idx, heading, content, tokens FROM knowledge_chunks
+	rows, err := s.pool.Query(ctx, `SELECT id, idx, heading, page, content, tokens FROM knowledge_chunks
 		WHERE document_id = $1 ORDER BY idx`, documentID)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func (s *Store) chunks(ctx context.Context, documentID string) ([]knowledge.Chun
 	var chunks []knowledge.Chunk
 	chunks, err = pgx.AppendRows(chunks, rows, func(row pgx.CollectableRow) (knowledge.Chunk, error) {
 		c := knowledge.Chunk{DocumentID: documentID}
-		err := row.Scan(&c.ID, &c.Index, &c.Heading, &c.Content, &c.Tokens)
+		err := row.Scan(&c.ID, &c.Index, &c.Heading, &c.Page, &c.Content, &c.Tokens)
 		return c, err
 	})
 	if err != nil || len(chunks) > 0 {

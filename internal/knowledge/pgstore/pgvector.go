@@ -196,7 +196,7 @@ func (s *Store) pgvectorSearchOn(ctx context.Context, db rowsQuerier, tenantID s
 			WHERE tenant_id = $2 AND cardinality(embedding) = `+strconv.Itoa(len(q))+`
 			ORDER BY distance
 			LIMIT $3)
-		SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, 1 - n.distance
+		SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, 1 - n.distance
 		FROM nearest n
 		JOIN knowledge_chunks c ON c.seq = n.seq
 		JOIN knowledge_documents d ON d.id = c.document_id

@@ -38,7 +38,7 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, m.score
+		SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, m.score
 		FROM (SELECT seq, ts_rank(terms, q, 1) AS score
 		      FROM knowledge_chunks, to_tsquery('simple', $1) AS q
 		      WHERE tenant_id = $2 AND terms @@ q
@@ -57,13 +57,13 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit
 	return hits, nil
 }
 
-// collectHits reads hits (id, document_id, title, heading, content, idx,
-// score), nil when there are none.
+// collectHits reads hits (id, document_id, title, heading, page, content,
+// idx, score), nil when there are none.
 func collectHits(rows pgx.Rows) ([]knowledge.Hit, error) {
 	var hits []knowledge.Hit
 	return pgx.AppendRows(hits, rows, func(row pgx.CollectableRow) (knowledge.Hit, error) {
 		var h knowledge.Hit
-		err := row.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex, &h.Score)
+		err := row.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex, &h.Score)
 		return h, err
 	})
 }
@@ -95,7 +95,7 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	}
 	// The tenant again: defence in depth, seqs are never reused.
 	rows, err := s.pool.Query(ctx, `
-		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.content, c.idx
+		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx
 		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
 		WHERE c.seq = ANY ($1) AND c.tenant_id = $2`, seqs, tenantID)
 	if err != nil {
@@ -106,7 +106,7 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 		seq int64
 		h   knowledge.Hit
 	)
-	_, err = pgx.ForEachRow(rows, []any{&seq, &h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex},
+	_, err = pgx.ForEachRow(rows, []any{&seq, &h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex},
 		func() error { bySeq[seq] = h; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: vector search: %w", err)

@@ -84,7 +84,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 // their seqs, in order.
 func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunks []knowledge.Chunk) ([]int64, error) {
 	insChunk, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_chunks
-		(id, document_id, tenant_id, idx, heading, content, tokens, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
+		(id, document_id, tenant_id, idx, heading, page, content, tokens, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 		if len(c.Embedding) > 0 {
 			blob = encodeVector(c.Embedding)
 		}
-		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
+		if err := insChunk.QueryRowContext(ctx, c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Page, c.Content, c.Tokens, blob).Scan(&seqs[i]); err != nil {
 			if sqlitedb.IsUniqueViolation(err) {
 				return nil, fmt.Errorf("chunk %s: %w", c.ID, knowledge.ErrAlreadyExists)
 			}
@@ -187,7 +187,7 @@ func (s *Store) Chunks(ctx context.Context, documentID string) ([]knowledge.Chun
 	if !exists {
 		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, knowledge.ErrNotFound)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, idx, heading, content, tokens FROM knowledge_chunks
+	rows, err := tx.QueryContext(ctx, `SELECT id, idx, heading, page, content, tokens FROM knowledge_chunks
 		WHERE document_id = ? ORDER BY idx`, documentID)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
@@ -196,7 +196,7 @@ func (s *Store) Chunks(ctx context.Context, documentID string) ([]knowledge.Chun
 	var chunks []knowledge.Chunk
 	for rows.Next() {
 		c := knowledge.Chunk{DocumentID: documentID}
-		if err := rows.Scan(&c.ID, &c.Index, &c.Heading, &c.Content, &c.Tokens); err != nil {
+		if err := rows.Scan(&c.ID, &c.Index, &c.Heading, &c.Page, &c.Content, &c.Tokens); err != nil {
 			return nil, fmt.Errorf("knowledge: chunks of %s: %w", documentID, err)
 		}
 		chunks = append(chunks, c)

@@ -41,7 +41,7 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit
 	for rows.Next() {
 		var h knowledge.Hit
 		var bm25 float64
-		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex, &bm25); err != nil {
+		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex, &bm25); err != nil {
 			return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 		}
 		h.Score = -bm25 // FTS5's bm25 is lower-is-better
@@ -59,7 +59,7 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit
 // chunk row with its text and embedding; only the tenant's matches are
 // sorted by score.
 const keywordSearchSQL = `
-	SELECT c.id, c.document_id, d.title, c.heading, c.content, c.idx, f.score
+	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, f.score
 	FROM (SELECT knowledge_fts.rowid AS seq, bm25(knowledge_fts) AS score
 	      FROM knowledge_fts CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
 	      WHERE knowledge_fts MATCH ?1 AND m.tenant_id = ?2
@@ -112,7 +112,7 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	// the outer loop, read by seq; the planner would otherwise walk all
 	// of the tenant's documents.
 	rows, err := s.reader.QueryContext(ctx, `
-		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.content, c.idx
+		SELECT c.seq, c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx
 		FROM knowledge_chunks c CROSS JOIN knowledge_documents d ON d.id = c.document_id
 		WHERE c.seq IN (?`+strings.Repeat(",?", len(found)-1)+`) AND d.tenant_id = ?`, args...)
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 	for rows.Next() {
 		var seq int64
 		var h knowledge.Hit
-		if err := rows.Scan(&seq, &h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Content, &h.ChunkIndex); err != nil {
+		if err := rows.Scan(&seq, &h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex); err != nil {
 			return nil, fmt.Errorf("knowledge: vector search: %w", err)
 		}
 		bySeq[seq] = h

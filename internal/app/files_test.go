@@ -1,0 +1,242 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
+	"github.com/chatpipe/chatpipe/internal/providertest"
+)
+
+// These tests upload real documents (PDF, DOCX, PPTX, XLSX, CSV) through
+// POST /api/v1/knowledge/documents and check what a user sees: the hit
+// testing results and the references of a rag answer, with pages and
+// headings; and the refusals of files that cannot be read.
+
+// docFixture reads a file made by internal/docparse/testdata/make-fixtures.sh.
+func docFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../docparse/testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// uploadFile sends a multipart upload and decodes the answer into out
+// (a DocumentJSON or an ErrorBody); it returns the status.
+func (h *harness) uploadFile(name string, data []byte, out any) int {
+	h.t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	fw, _ := w.CreateFormFile("file", name)
+	_, _ = fw.Write(data)
+	_ = w.Close()
+	resp := h.do(h.t.Context(), "POST", "/api/v1/knowledge/documents", b.String(), "Content-Type", w.FormDataContentType())
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		h.t.Fatalf("upload %s: %d, body not JSON: %v", name, resp.StatusCode, err)
+	}
+	return resp.StatusCode
+}
+
+func (h *harness) mustUpload(name string, data []byte) handler.DocumentJSON {
+	h.t.Helper()
+	var d handler.DocumentJSON
+	if code := h.uploadFile(name, data, &d); code != http.StatusCreated || d.ID == "" || d.Chunks == 0 {
+		h.t.Fatalf("upload %s: %d %+v", name, code, d)
+	}
+	return d
+}
+
+// hitOf is the first hit of doc among the results of query.
+func (h *harness) hitOf(query, docID string) (handler.SearchHitJSON, bool) {
+	h.t.Helper()
+	for _, x := range h.search(query).Hits {
+		if x.DocumentID == docID {
+			return x, true
+		}
+	}
+	return handler.SearchHitJSON{}, false
+}
+
+// referenceOf asks question in a new session (the fake model answers
+// citing [1]) and returns the reference to doc in the references event.
+func (h *harness) referenceOf(question, docID string) eventbus.Reference {
+	h.t.Helper()
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("See [1].", 3)})
+	evs := h.ask(h.createSession(), question).all()
+	at := indexOf(evs, eventbus.TypeReferences)
+	if at < 0 {
+		h.t.Fatalf("%q: no references event: %v", question, types(evs))
+	}
+	for _, r := range evs[at].Payload.(eventbus.References).Items {
+		if r.DocumentID == docID {
+			return r
+		}
+	}
+	h.t.Fatalf("%q: no reference to document %s in %+v", question, docID, evs[at].Payload)
+	return eventbus.Reference{}
+}
+
+func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
+	h := newHarness(t, ragMode)
+	cases := []struct {
+		producer, file string
+		data           []byte
+		question       string
+		phrase         string // on page 3
+	}{
+		{"fpdf", "crossings.pdf", docparsetest.PDF(t, "The ferry company was founded in 1901.",
+			"Tickets are sold at the harbour kiosk.", "Dogs travel free on the upper deck if they wear a muzzle."),
+			"Can dogs travel on the upper deck?", "Dogs travel free on the upper deck if they wear a muzzle."},
+		{"fpdf, Chinese", "图书馆.pdf", docparsetest.ChinesePDF(t, docparsetest.ChineseText...),
+			"逾期归还的图书收取多少滞纳金？", "逾期归还的图书每天收取五角滞纳金"},
+		{"groff", "cranes.pdf", docFixture(t, "groff-manual.pdf"),
+			"When must lifting stop because of the anemometer?", "Stop all lifting when the anemometer reads above fifteen metres per second."},
+		{"ghostscript", "orchard.pdf", docFixture(t, "ghostscript-orchard.pdf"),
+			"When should I prune the pear branches?", "prune the pear branches in late winter before buds open."},
+		{"LibreOffice, Chinese", "茶园.pdf", docFixture(t, "libreoffice-chinese.pdf"),
+			"夏季要防治什么虫害？", "夏季要注意防治茶尺蠖虫害"},
+	}
+	for _, c := range cases {
+		doc := h.mustUpload(c.file, c.data)
+		if doc.MediaType != "application/pdf" {
+			t.Fatalf("%s: media type %q", c.producer, doc.MediaType)
+		}
+		hit, ok := h.hitOf(c.phrase, doc.ID)
+		if !ok || hit.Page != 3 || !strings.Contains(hit.Content, c.phrase) {
+			t.Fatalf("%s: search %q: found %v, hit %+v; want page 3", c.producer, c.phrase, ok, hit)
+		}
+		ref := h.referenceOf(c.question, doc.ID)
+		if ref.Page != 3 || !strings.Contains(ref.Content, c.phrase) {
+			t.Fatalf("%s: reference %+v, want page 3 with %q", c.producer, ref, c.phrase)
+		}
+	}
+
+	// Saved with the answer: the page comes back with the message.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("See [1].", 3)})
+	session := h.createSession()
+	s := h.ask(session, "Can dogs travel on the upper deck?")
+	s.all()
+	msg := h.message(session, s.messageID())
+	if len(msg.References) == 0 || msg.References[0].Page != 3 {
+		t.Fatalf("saved references %+v, want page 3 first", msg.References)
+	}
+
+	// A PDF without an extension is known by its content.
+	doc := h.mustUpload("scan-0042", docparsetest.PDF(t, "Invoice number 0042 for rope and shackles."))
+	if doc.MediaType != "application/pdf" || doc.Title != "Generated test document" { // the PDF's own title
+		t.Fatalf("PDF without extension: %+v", doc)
+	}
+}
+
+func TestUploadedOfficeFilesKeepHeadingsSlidesAndHeaderRows(t *testing.T) {
+	h := newHarness(t, ragMode)
+
+	docx := h.mustUpload("tent.docx", docparsetest.DOCX(t, "Tent Manual",
+		docparsetest.Para{Level: 1, Text: "Guide"},
+		docparsetest.Para{Text: "Read the whole guide before the first trip."},
+		docparsetest.Para{Level: 2, Text: "Install"},
+		docparsetest.Para{Text: "Pitch the tent with the door facing away from the wind."},
+		docparsetest.Para{Rows: [][]string{{"Part", "Count"}, {"Aluminium pegs", "12"}}},
+	))
+	if docx.Title != "Tent Manual" {
+		t.Fatalf("DOCX title %q", docx.Title)
+	}
+	if ref := h.referenceOf("Door facing away from wind?", docx.ID); ref.Heading != "Guide > Install" || ref.Page != 0 {
+		t.Fatalf("DOCX reference %+v, want heading Guide > Install", ref)
+	}
+	if hit, _ := h.hitOf("aluminium pegs", docx.ID); !strings.Contains(hit.Content, "Aluminium pegs | 12") {
+		t.Fatalf("DOCX table row: hit %+v", hit)
+	}
+	lo := h.mustUpload("handbook.docx", docFixture(t, "libreoffice-handbook.docx"))
+	if ref := h.referenceOf("Where do the wheelbarrows go after use?", lo.ID); ref.Heading != "Volunteer Handbook > Safety > Tools" {
+		t.Fatalf("LibreOffice DOCX reference %+v", ref)
+	}
+
+	pptx := h.mustUpload("roadmap.pptx", docparsetest.PPTX(t,
+		docparsetest.Slide{Title: "Roadmap", Body: []string{"Ship the timetable app in spring."}},
+		docparsetest.Slide{Title: "Budget", Body: []string{"Spending by quarter."}, Rows: [][]string{{"Quarter", "Spend"}, {"Q1", "forty thousand"}}},
+		docparsetest.Slide{Title: "Risks", Body: []string{"Winter storms may delay the pier renovation."}},
+	))
+	if ref := h.referenceOf("What may delay the pier renovation?", pptx.ID); ref.Heading != "Risks" || ref.Page != 3 {
+		t.Fatalf("PPTX reference %+v, want slide 3 Risks", ref)
+	}
+	ferry := h.mustUpload("ferry.pptx", docFixture(t, "libreoffice-ferry.pptx"))
+	if hit, _ := h.hitOf("bicycles lower car deck", ferry.ID); hit.Page != 3 || hit.Heading != "Bicycles on Board" {
+		t.Fatalf("LibreOffice PPTX hit %+v", hit)
+	}
+
+	csv := h.mustUpload("lines.csv", []byte("Line;Colour;Length km\nBlue;blue;12\nRed;red;8,5\nGreen;green;20\n"))
+	if hit, ok := h.hitOf("Red line length", csv.ID); !ok || !strings.HasPrefix(hit.Content, "Line | Colour | Length km\n") ||
+		!strings.Contains(hit.Content, "\nRed | red | 8,5") {
+		t.Fatalf("CSV hit %+v: want the row under its header", hit)
+	}
+
+	xlsx := h.mustUpload("crew.xlsx", docparsetest.XLSX(t,
+		docparsetest.Sheet{Name: "Staff", Rows: [][]any{{"Name", "Role"}, {"Ana", "Pilot"}}},
+		docparsetest.Sheet{Name: "Boats", Rows: [][]any{{"Boat", "Seats", "Home port"}, {"Seagull", 120, "Setúbal"}}},
+	))
+	ref := h.referenceOf("How many seats does the Seagull have?", xlsx.ID)
+	if ref.Heading != "Boats" || !strings.Contains(ref.Content, "Boat | Seats | Home port") || !strings.Contains(ref.Content, "Seagull | 120 | Setúbal") {
+		t.Fatalf("XLSX reference %+v: want sheet Boats, header and row", ref)
+	}
+	stations := h.mustUpload("stations.xlsx", docFixture(t, "libreoffice-stations.xlsx"))
+	if hit, _ := h.hitOf("Porto", stations.ID); !strings.Contains(hit.Content, "Station | City | Opened\n") || !strings.Contains(hit.Content, "River Quay | Porto | 2004") {
+		t.Fatalf("LibreOffice XLSX hit %+v", hit)
+	}
+}
+
+func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
+	h := newHarness(t, ragMode, func(c *config.Config) { c.Knowledge.MaxFileBytes = 64 << 10 })
+	good := docparsetest.PDF(t, "Lighthouse keepers log the lamp hours nightly.")
+	// Over the limit is refused before it is parsed: a valid PDF with a
+	// long comment after it is as good as a long one.
+	big := append(docparsetest.PDF(t, "classified lighthouse budget"), bytes.Repeat([]byte("%\n"), 40<<10)...)
+	cases := []struct {
+		what, file string
+		data       []byte
+		status     int
+		code, says string
+	}{
+		{"scanned PDF", "scan.pdf", docFixture(t, "scanned.pdf"), 422, "no_text", "No extractable text (scanned PDF?)"},
+		{"image-only PDF", "photo.pdf", docparsetest.ScannedPDF(t, 3), 422, "no_text", "No extractable text (scanned PDF?)"},
+		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "password"},
+		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
+		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
+		{"DOCX that is a ZIP of photos", "report.docx", docparsetest.Zip(t, [2]string{"photos/classified.txt", "classified lighthouse budget"}), 422, "corrupt_document", "ZIP archive of something else"},
+		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 1024)...), 422, "encrypted_document", "password"},
+		{"PDF over knowledge.max_file_bytes", "huge.pdf", big, 413, "document_too_large", "knowledge.max_file_bytes"},
+	}
+	for _, c := range cases {
+		var e handler.ErrorBody
+		if code := h.uploadFile(c.file, c.data, &e); code != c.status || e.Error.Code != c.code || !strings.Contains(e.Error.Message, c.says) {
+			t.Errorf("%s: %d %+v; want %d %s saying %q", c.what, code, e.Error, c.status, c.code, c.says)
+		}
+		if strings.Contains(e.Error.Message, "goroutine") || strings.Contains(e.Error.Message, ".go:") {
+			t.Errorf("%s: the message leaks internals: %q", c.what, e.Error.Message)
+		}
+	}
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total != 0 {
+		t.Fatalf("%d documents stored from refused uploads", list.Total)
+	}
+	if hits := h.search("classified lighthouse budget").Hits; len(hits) != 0 {
+		t.Fatalf("refused files are searchable: %+v", hits)
+	}
+	// The server keeps serving.
+	doc := h.mustUpload("lamp.pdf", good)
+	if hit, ok := h.hitOf("lamp hours", doc.ID); !ok || hit.Page != 1 {
+		t.Fatalf("after the refusals: hit %+v, %v", hit, ok)
+	}
+}

@@ -1,0 +1,93 @@
+package docparse
+
+import (
+	"archive/zip"
+	"bytes"
+	"path"
+	"strings"
+)
+
+// Magic numbers of the containers Detect tells apart.
+var (
+	magicPDF = []byte("%PDF-")
+	magicZIP = []byte("PK\x03\x04")
+	// magicCFB starts an OLE compound file: legacy .doc/.xls/.ppt, and
+	// also a password-protected DOCX, PPTX or XLSX (an encrypted package).
+	magicCFB = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
+)
+
+// Detect tells a file's media type from its content and its name. Content
+// decides the container (PDF, ZIP, OLE); inside a ZIP, the main part
+// decides between DOCX, PPTX and XLSX. CSV, which has no magic number, is
+// known by its extension.
+func Detect(name string, data []byte) (string, error) {
+	ext := strings.ToLower(path.Ext(name))
+	byExt := byExtension[ext]
+	head := data[:min(len(data), 1024)]
+	switch {
+	case bytes.HasPrefix(data, magicPDF), byExt == MediaPDF && bytes.Contains(head, magicPDF):
+		return MediaPDF, nil
+	case bytes.HasPrefix(data, magicCFB):
+		if byExt == MediaDOCX || byExt == MediaPPTX || byExt == MediaXLSX {
+			return "", failf(ErrEncrypted, "the file is encrypted (password-protected); remove the password and upload it again")
+		}
+		return "", failf(ErrUnsupported, "legacy Office files (.doc, .xls, .ppt) are not supported; save the file as .docx, .xlsx or .pptx")
+	case bytes.HasPrefix(data, magicZIP):
+		return detectOOXML(ext, byExt, data)
+	}
+	switch byExt {
+	case MediaCSV:
+		return MediaCSV, nil
+	case MediaPDF:
+		if len(data) == 0 {
+			return "", failf(ErrCorrupt, "the file is empty")
+		}
+		return "", failf(ErrCorrupt, "the file is not a PDF (it does not start with %%PDF-)")
+	case MediaDOCX, MediaPPTX, MediaXLSX:
+		return "", failf(ErrCorrupt, "the file is not a valid %s document (not a ZIP package)", strings.TrimPrefix(ext, "."))
+	}
+	return "", failf(ErrUnsupported, "unsupported file format %q", ext)
+}
+
+// detectOOXML tells a DOCX, PPTX or XLSX by its main part. Only the ZIP's
+// central directory is read here, never an entry's content.
+func detectOOXML(ext, byExt string, data []byte) (string, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return "", failf(ErrCorrupt, "the file is damaged: not a valid ZIP package (%v)", err)
+	}
+	found := ""
+	for _, f := range zr.File {
+		switch f.Name {
+		case "word/document.xml":
+			found = MediaDOCX
+		case "ppt/presentation.xml":
+			found = MediaPPTX
+		case "xl/workbook.xml":
+			found = MediaXLSX
+		}
+		if found != "" {
+			break
+		}
+	}
+	if found == "" {
+		what := strings.TrimPrefix(ext, ".")
+		if byExt == "" || byExt == MediaCSV || byExt == MediaPDF {
+			return "", failf(ErrUnsupported, "the file is a ZIP archive, not a Word, PowerPoint or Excel document")
+		}
+		return "", failf(ErrCorrupt, "the file is named .%s but is a ZIP archive of something else, not a %s document", what, kindName(byExt))
+	}
+	return found, nil
+}
+
+func kindName(mediaType string) string {
+	switch mediaType {
+	case MediaDOCX:
+		return "Word"
+	case MediaPPTX:
+		return "PowerPoint"
+	case MediaXLSX:
+		return "Excel"
+	}
+	return mediaType
+}

@@ -1,0 +1,193 @@
+// Package docparse reads the documents people upload to a knowledge base —
+// PDF, Word (DOCX), PowerPoint (PPTX), Excel (XLSX) and CSV — into ordered
+// sections of plain text that keep what retrieval needs: the page a
+// passage is on and the heading path it sits under. It is pure Go: no cgo
+// and no external program at run time.
+//
+// Every parser treats its input as hostile: ZIP-based formats are bounded
+// in entry count and uncompressed size (zip bombs), and a panic in a
+// third-party reader on a malformed file becomes ErrCorrupt.
+package docparse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Sentinel errors callers branch on; the error returned wraps one of them
+// and its message is written for the person who uploaded the file.
+var (
+	// ErrNoText: the file parsed but holds no text, e.g. a scanned PDF
+	// whose pages are images.
+	ErrNoText = errors.New("no extractable text (scanned PDF?)")
+	// ErrEncrypted: the file is password-protected.
+	ErrEncrypted = errors.New("the file is encrypted (password-protected)")
+	// ErrCorrupt: the file is damaged, truncated or not what its name says.
+	ErrCorrupt = errors.New("the file is damaged or not a valid document")
+	// ErrUnsupported: the format is not one docparse reads.
+	ErrUnsupported = errors.New("unsupported file format")
+	// ErrTooLarge: unpacking the file would exceed the limits in Options
+	// (uncompressed size or number of entries of a ZIP-based format).
+	ErrTooLarge = errors.New("the file unpacks to more than the allowed size")
+)
+
+// Media types of the formats Parse reads.
+const (
+	MediaPDF  = "application/pdf"
+	MediaDOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+	MediaPPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+	MediaXLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	MediaCSV  = "text/csv"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultMaxUncompressedBytes = 256 << 20
+	DefaultMaxEntries           = 10000
+)
+
+// Options bound and observe a Parse. The zero value is usable.
+type Options struct {
+	// MaxUncompressedBytes bounds the total uncompressed size of a
+	// ZIP-based file (DOCX, PPTX, XLSX); 0 = DefaultMaxUncompressedBytes.
+	MaxUncompressedBytes int64
+	// MaxEntries bounds the number of files in a ZIP-based file;
+	// 0 = DefaultMaxEntries.
+	MaxEntries int
+	// Progress, when set, is called after each page (PDF), slide (PPTX)
+	// or sheet (XLSX) with how many are done out of how many, from the
+	// goroutine that called Parse.
+	Progress func(done, total int)
+}
+
+func (o Options) maxUncompressed() int64 {
+	if o.MaxUncompressedBytes > 0 {
+		return o.MaxUncompressedBytes
+	}
+	return DefaultMaxUncompressedBytes
+}
+
+func (o Options) maxEntries() int {
+	if o.MaxEntries > 0 {
+		return o.MaxEntries
+	}
+	return DefaultMaxEntries
+}
+
+func (o Options) progress(done, total int) {
+	if o.Progress != nil {
+		o.Progress(done, total)
+	}
+}
+
+// Document is what Parse read from a file.
+type Document struct {
+	MediaType string    // one of the Media constants
+	Title     string    // from the file's metadata or title style; "" when it has none
+	Pages     int       // pages (PDF) or slides (PPTX); 0 for formats without pages
+	Sections  []Section // in reading order
+}
+
+// Section is a run of text under one heading on one page.
+type Section struct {
+	// Page is 1-based: the PDF page or the PPTX slide; 0 when the format
+	// has no pages.
+	Page int
+	// Heading is the heading path ("Guide > Install"), the slide title or
+	// the sheet name; "" when there is none.
+	Heading string
+	// Text is the section's text: paragraphs separated by blank lines,
+	// table rows by single line breaks with cells separated by " | ".
+	Text string
+	// Header, for tabular sections (XLSX, CSV), is the header row; Text
+	// then holds only the data rows, one per line, and a chunker should
+	// repeat Header at the top of every chunk it cuts from them.
+	Header string
+}
+
+// Text is the whole document's text, sections separated by blank lines:
+// what a caller indexes and deduplicates by.
+func (d *Document) Text() string {
+	var b strings.Builder
+	for _, s := range d.Sections {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		if s.Header != "" {
+			b.WriteString(s.Header)
+			b.WriteByte('\n')
+		}
+		b.WriteString(s.Text)
+	}
+	return b.String()
+}
+
+// Supported reports whether name's extension is one Parse reads.
+func Supported(name string) bool {
+	_, ok := byExtension[strings.ToLower(path.Ext(name))]
+	return ok
+}
+
+var byExtension = map[string]string{
+	".pdf": MediaPDF, ".docx": MediaDOCX, ".pptx": MediaPPTX, ".xlsx": MediaXLSX, ".csv": MediaCSV,
+}
+
+// Parse reads a file. name (its file name) tells the format together with
+// the content's first bytes; the content wins where they disagree in kind
+// (a PDF named .docx is read as a PDF), and a ZIP named .docx that is not
+// a Word document is ErrCorrupt. ctx is checked between pages.
+func Parse(ctx context.Context, name string, data []byte, opts Options) (doc *Document, err error) {
+	mediaType, err := Detect(name, data)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// The third-party readers panic on some malformed files.
+		if r := recover(); r != nil {
+			doc, err = nil, failf(ErrCorrupt, "the file is damaged and could not be read (%v)", r)
+		}
+	}()
+	switch mediaType {
+	case MediaPDF:
+		doc, err = parsePDF(ctx, data, opts)
+	case MediaDOCX:
+		doc, err = parseDOCX(ctx, data, opts)
+	case MediaPPTX:
+		doc, err = parsePPTX(ctx, data, opts)
+	case MediaXLSX:
+		doc, err = parseXLSX(ctx, data, opts)
+	case MediaCSV:
+		doc, err = parseCSV(data)
+	default:
+		return nil, failf(ErrUnsupported, "unsupported file format %s", mediaType)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc.MediaType = mediaType
+	if strings.TrimSpace(doc.Text()) == "" {
+		if mediaType == MediaPDF {
+			return nil, ErrNoText
+		}
+		return nil, failf(ErrNoText, "the document has no text")
+	}
+	return doc, nil
+}
+
+// docError is an error a user reads: its own message, and the sentinel
+// callers branch on.
+type docError struct {
+	kind error
+	msg  string
+}
+
+func (e *docError) Error() string { return e.msg }
+func (e *docError) Unwrap() error { return e.kind }
+
+// failf makes an error of kind with a message for the user.
+func failf(kind error, format string, args ...any) error {
+	return &docError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,308 @@
+package docparse_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/chatpipe/chatpipe/internal/docparse"
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func parse(t testing.TB, name string, data []byte) *docparse.Document {
+	t.Helper()
+	doc, err := docparse.Parse(context.Background(), name, data, docparse.Options{})
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return doc
+}
+
+// pageOf returns the page of the section holding phrase, or -1.
+func pageOf(doc *docparse.Document, phrase string) int {
+	for _, s := range doc.Sections {
+		if strings.Contains(s.Text, phrase) {
+			return s.Page
+		}
+	}
+	return -1
+}
+
+func TestParsePDFKeepsPagesAndTextFromEveryProducer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		producer, name string
+		data           []byte
+		pages          int
+		phrase         string // on page 3
+	}{
+		{"fpdf (Go)", "fpdf.pdf", docparsetest.PDF(t, "Apples grow in the north orchard.", "Pears ripen in September.",
+			"Cherry trees need netting against starlings."), 3, "Cherry trees need netting against starlings."},
+		{"fpdf (Go), Chinese TrueType", "fpdf-zh.pdf", docparsetest.ChinesePDF(t, docparsetest.ChineseText...), 3,
+			"逾期归还的图书每天收取五角滞纳金"},
+		{"groff", "groff-manual.pdf", fixture(t, "groff-manual.pdf"), 4,
+			"Stop all lifting when the anemometer reads above fifteen metres per second."},
+		{"ghostscript ps2pdf", "ghostscript-orchard.pdf", fixture(t, "ghostscript-orchard.pdf"), 3,
+			"prune the pear branches in late winter before buds open."},
+		{"LibreOffice, Chinese", "libreoffice-chinese.pdf", fixture(t, "libreoffice-chinese.pdf"), 3,
+			"夏季要注意防治茶尺蠖虫害"},
+	}
+	for _, c := range cases {
+		t.Run(c.producer, func(t *testing.T) {
+			doc := parse(t, c.name, c.data)
+			if doc.MediaType != docparse.MediaPDF || doc.Pages != c.pages {
+				t.Fatalf("media type %q, %d pages; want PDF, %d", doc.MediaType, doc.Pages, c.pages)
+			}
+			if p := pageOf(doc, c.phrase); p != 3 {
+				t.Fatalf("%q found on page %d, want 3; sections: %+v", c.phrase, p, doc.Sections)
+			}
+		})
+	}
+}
+
+func TestParsePDFRebuildsLinesInReadingOrder(t *testing.T) {
+	t.Parallel()
+	doc := parse(t, "orchard.pdf", fixture(t, "ghostscript-orchard.pdf"))
+	want := "Page three: prune the pear branches in late winter before buds open.\nA second line on page three about codling moth traps."
+	if got := doc.Sections[2].Text; got != want {
+		t.Fatalf("page 3 text:\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestParseDOCXHeadingPathsAndTables(t *testing.T) {
+	t.Parallel()
+	data := docparsetest.DOCX(t, "Field Guide",
+		docparsetest.Para{Level: 1, Text: "Guide"},
+		docparsetest.Para{Text: "Read this first."},
+		docparsetest.Para{Level: 2, Text: "Install"},
+		docparsetest.Para{Text: "Unpack the tent on flat ground."},
+		docparsetest.Para{Rows: [][]string{{"Part", "Count"}, {"Pegs", "12"}}},
+		docparsetest.Para{Level: 1, Text: "Care"},
+		docparsetest.Para{Text: "Dry the tent before storing it."},
+	)
+	doc := parse(t, "guide.docx", data)
+	if doc.Title != "Field Guide" || doc.MediaType != docparse.MediaDOCX {
+		t.Fatalf("title %q, media type %q", doc.Title, doc.MediaType)
+	}
+	want := []docparse.Section{
+		{Heading: "Guide", Text: "Read this first."},
+		{Heading: "Guide > Install", Text: "Unpack the tent on flat ground.\n\nPart | Count\nPegs | 12"},
+		{Heading: "Care", Text: "Dry the tent before storing it."},
+	}
+	if !equalSections(doc.Sections, want) {
+		t.Fatalf("sections\n%+v\nwant\n%+v", doc.Sections, want)
+	}
+
+	lo := parse(t, "handbook.docx", fixture(t, "libreoffice-handbook.docx"))
+	var tools docparse.Section
+	for _, s := range lo.Sections {
+		if strings.Contains(s.Text, "wheelbarrows") {
+			tools = s
+		}
+	}
+	if tools.Heading != "Volunteer Handbook > Safety > Tools" || !strings.Contains(tools.Text, "Rake | Green shed") {
+		t.Fatalf("LibreOffice DOCX: section %+v", tools)
+	}
+}
+
+func equalSections(a, b []docparse.Section) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParsePPTXSlidesInPresentationOrderWithTitles(t *testing.T) {
+	t.Parallel()
+	data := docparsetest.PPTX(t,
+		docparsetest.Slide{Title: "Roadmap", Body: []string{"Ship the ferry app in spring."}},
+		docparsetest.Slide{Title: "Budget", Body: []string{"Costs by quarter."}, Rows: [][]string{{"Quarter", "Cost"}, {"Q1", "40k"}}},
+		docparsetest.Slide{Title: "Risks", Body: []string{"Storms delay the harbour works."}},
+	)
+	doc := parse(t, "deck.pptx", data)
+	if doc.Pages != 3 || len(doc.Sections) != 3 {
+		t.Fatalf("%d slides, sections %+v", doc.Pages, doc.Sections)
+	}
+	for i, want := range []docparse.Section{
+		{Page: 1, Heading: "Roadmap", Text: "Ship the ferry app in spring."},
+		{Page: 2, Heading: "Budget", Text: "Costs by quarter.\n\nQuarter | Cost\nQ1 | 40k"},
+		{Page: 3, Heading: "Risks", Text: "Storms delay the harbour works."},
+	} {
+		if doc.Sections[i] != want {
+			t.Fatalf("slide %d: %+v, want %+v", i+1, doc.Sections[i], want)
+		}
+	}
+
+	lo := parse(t, "ferry.pptx", fixture(t, "libreoffice-ferry.pptx"))
+	if p := pageOf(lo, "Bicycles travel free on the lower car deck."); p != 3 || lo.Sections[2].Heading != "Bicycles on Board" {
+		t.Fatalf("LibreOffice PPTX: page %d, sections %+v", p, lo.Sections)
+	}
+}
+
+func TestParseSpreadsheetsKeepTheHeaderRowPerSheet(t *testing.T) {
+	t.Parallel()
+	data := docparsetest.XLSX(t,
+		docparsetest.Sheet{Name: "Staff", Rows: [][]any{{"Name", "Role"}, {"Ana", "Pilot"}, {"Bo", "Engineer"}}},
+		docparsetest.Sheet{Name: "Boats", Rows: [][]any{{"Boat", "Seats"}, {"Gull", 120}}},
+	)
+	doc := parse(t, "crew.xlsx", data)
+	want := []docparse.Section{
+		{Heading: "Staff", Header: "Name | Role", Text: "Ana | Pilot\nBo | Engineer"},
+		{Heading: "Boats", Header: "Boat | Seats", Text: "Gull | 120"},
+	}
+	if !equalSections(doc.Sections, want) {
+		t.Fatalf("sections %+v, want %+v", doc.Sections, want)
+	}
+	lo := parse(t, "stations.xlsx", fixture(t, "libreoffice-stations.xlsx"))
+	if len(lo.Sections) != 1 || lo.Sections[0].Header != "Station | City | Opened" ||
+		lo.Sections[0].Text != "North Gate | Lisbon | 1998\nRiver Quay | Porto | 2004" {
+		t.Fatalf("LibreOffice XLSX: %+v", lo.Sections)
+	}
+
+	csvDoc := parse(t, "prices.csv", []byte("\uFEFFItem;Price\n\nTea;\"3,50\"\nCake;4\n"))
+	if len(csvDoc.Sections) != 1 || csvDoc.Sections[0].Header != "Item | Price" || csvDoc.Sections[0].Text != "Tea | 3,50\nCake | 4" {
+		t.Fatalf("CSV: %+v", csvDoc.Sections)
+	}
+}
+
+func TestParseReportsProgressPerPage(t *testing.T) {
+	t.Parallel()
+	var calls [][2]int
+	_, err := docparse.Parse(context.Background(), "a.pdf", docparsetest.PDF(t, "one", "two", "three"),
+		docparse.Options{Progress: func(done, total int) { calls = append(calls, [2]int{done, total}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][2]int{{1, 3}, {2, 3}, {3, 3}}; len(calls) != 3 || calls[0] != want[0] || calls[2] != want[2] {
+		t.Fatalf("progress calls %v, want %v", calls, want)
+	}
+}
+
+func TestParseStopsWhenCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := docparse.Parse(ctx, "a.pdf", docparsetest.PDF(t, "one"), docparse.Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestParseRefusesBadFilesWithAReason(t *testing.T) {
+	t.Parallel()
+	pdfData := docparsetest.PDF(t, "Some text on a page.")
+	manyEntries := make([][2]string, 0, 30)
+	for i := range 30 {
+		manyEntries = append(manyEntries, [2]string{"word/part" + strings.Repeat("x", i) + ".xml", "<a/>"})
+	}
+	cases := []struct {
+		what, name string
+		data       []byte
+		opts       docparse.Options
+		want       error
+		message    string
+	}{
+		{"scanned PDF (Go writer)", "scan.pdf", docparsetest.ScannedPDF(t, 2), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
+		{"scanned PDF (ps2pdf, inline image)", "scan.pdf", fixture(t, "scanned.pdf"), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
+		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified"), docparse.Options{}, docparse.ErrEncrypted, "encrypted"},
+		{"truncated PDF", "cut.pdf", pdfData[:len(pdfData)/2], docparse.Options{}, docparse.ErrCorrupt, "damaged"},
+		{"not a PDF", "fake.pdf", []byte("hello, I am text"), docparse.Options{}, docparse.ErrCorrupt, "not a PDF"},
+		{"zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 4<<20), docparse.Options{MaxUncompressedBytes: 1 << 20}, docparse.ErrTooLarge, "zip bomb"},
+		{"zip bomb with a lying header", "bomb.docx", docparsetest.LyingZipBomb(t), docparse.Options{}, docparse.ErrTooLarge, "zip bomb"},
+		{"too many entries", "many.docx", docparsetest.Zip(t, append(manyEntries, [2]string{"word/document.xml", "<a/>"})...), docparse.Options{MaxEntries: 10}, docparse.ErrTooLarge, "parts"},
+		{"DOCX that is a ZIP of something else", "report.docx", docparsetest.Zip(t, [2]string{"photos/cat.jpg", "meow"}), docparse.Options{}, docparse.ErrCorrupt, "ZIP archive of something else"},
+		{"DOCX with broken XML", "broken.docx", docparsetest.Zip(t, [2]string{"word/document.xml", "<w:document><w:body"}), docparse.Options{}, docparse.ErrCorrupt, "damaged"},
+		{"truncated DOCX", "cut.docx", docparsetest.DOCX(t, "x", docparsetest.Para{Text: "text"})[:200], docparse.Options{}, docparse.ErrCorrupt, "damaged"},
+		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 512)...), docparse.Options{}, docparse.ErrEncrypted, "password"},
+		{"legacy .doc", "old.doc", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 512)...), docparse.Options{}, docparse.ErrUnsupported, "legacy"},
+		{"empty DOCX", "empty.docx", docparsetest.DOCX(t, ""), docparse.Options{}, docparse.ErrNoText, "no text"},
+		{"CSV that is not UTF-8", "latin1.csv", []byte("name,city\nJos\xe9,M\xe1laga\n"), docparse.Options{}, docparse.ErrCorrupt, "UTF-8"},
+		{"unknown format", "song.mp3", []byte("ID3\x03"), docparse.Options{}, docparse.ErrUnsupported, "unsupported"},
+	}
+	for _, c := range cases {
+		t.Run(c.what, func(t *testing.T) {
+			doc, err := docparse.Parse(context.Background(), c.name, c.data, c.opts)
+			if !errors.Is(err, c.want) || doc != nil {
+				t.Fatalf("Parse = %v, %v; want %v", doc, err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.message) {
+				t.Fatalf("message %q does not say %q", err, c.message)
+			}
+		})
+	}
+}
+
+// FuzzParse feeds damaged variants of every format: Parse must return a
+// document or one of the sentinel errors, never panic or hang.
+func FuzzParse(f *testing.F) {
+	seeds := map[string][]byte{
+		"a.pdf":  docparsetest.PDF(f, "Page one text.", "Page two text."),
+		"z.pdf":  docparsetest.ChinesePDF(f, docparsetest.ChineseText[0]),
+		"g.pdf":  fixture(f, "groff-manual.pdf"),
+		"s.pdf":  fixture(f, "scanned.pdf"),
+		"d.docx": docparsetest.DOCX(f, "T", docparsetest.Para{Level: 1, Text: "H"}, docparsetest.Para{Text: "body"}),
+		"p.pptx": docparsetest.PPTX(f, docparsetest.Slide{Title: "T", Body: []string{"b"}}),
+		"x.xlsx": docparsetest.XLSX(f, docparsetest.Sheet{Name: "S", Rows: [][]any{{"a", "b"}, {1, 2}}}),
+		"c.csv":  []byte("a,b\n1,2\n"),
+	}
+	names := []string{"a.pdf", "z.pdf", "g.pdf", "s.pdf", "d.docx", "p.pptx", "x.xlsx", "c.csv"}
+	for i, n := range names {
+		f.Add(uint8(i), seeds[n])
+	}
+	sentinels := []error{docparse.ErrNoText, docparse.ErrEncrypted, docparse.ErrCorrupt, docparse.ErrUnsupported, docparse.ErrTooLarge}
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		name := names[int(kind)%len(names)]
+		doc, err := docparse.Parse(context.Background(), name, data, docparse.Options{MaxUncompressedBytes: 8 << 20})
+		if err == nil {
+			if doc == nil || strings.TrimSpace(doc.Text()) == "" {
+				t.Fatalf("no error and no text: %+v", doc)
+			}
+			return
+		}
+		for _, s := range sentinels {
+			if errors.Is(err, s) {
+				return
+			}
+		}
+		t.Fatalf("error of no known kind: %v", err)
+	})
+}
+
+// BenchmarkParsePDF200Pages is the PDF throughput: pages/s on a
+// 200-page text PDF written by fpdf.
+func BenchmarkParsePDF200Pages(b *testing.B) {
+	pages := make([]string, 200)
+	for i := range pages {
+		pages[i] = strings.Repeat("The harbour master logs every crossing, the tide and the weather at dawn. ", 40)
+	}
+	data := docparsetest.PDF(b, pages...)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		doc, err := docparse.Parse(context.Background(), "big.pdf", data, docparse.Options{})
+		if err != nil || doc.Pages != 200 {
+			b.Fatal(doc, err)
+		}
+	}
+	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "pages/s")
+}

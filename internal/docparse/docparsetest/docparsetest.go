@@ -1,0 +1,160 @@
+// Package docparsetest builds documents for tests: PDFs written with
+// github.com/go-pdf/fpdf (Latin core fonts, and Chinese through a subset
+// of Droid Sans Fallback), image-only and encrypted PDFs, and DOCX, PPTX
+// and XLSX packages, plus the hostile files uploads must refuse.
+package docparsetest
+
+import (
+	"archive/zip"
+	"bytes"
+	_ "embed"
+	"image"
+	"image/color"
+	"image/png"
+	"testing"
+
+	"github.com/go-pdf/fpdf"
+)
+
+// chineseFont is a subset of Droid Sans Fallback (Apache License 2.0, see
+// fonts/NOTICE) holding the glyphs of the Chinese test texts.
+//
+//go:embed fonts/droid-sans-fallback-subset.ttf
+var chineseFont []byte
+
+// ChineseText is what the subset font can write, page by page.
+var ChineseText = []string{
+	"第一页：图书馆借阅规则简介。",
+	"第二页：读者证在服务台办理。",
+	"第三页：逾期归还的图书每天收取五角滞纳金。",
+}
+
+// PDF writes one page per string in Helvetica.
+func PDF(t testing.TB, pages ...string) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.SetTitle("Generated test document", true)
+	f.SetFont("Helvetica", "", 12)
+	for _, p := range pages {
+		f.AddPage()
+		f.MultiCell(0, 6, p, "", "L", false)
+	}
+	return output(t, f)
+}
+
+// ChinesePDF writes one page per string in the embedded Chinese font;
+// the strings may use only the characters of ChineseText.
+func ChinesePDF(t testing.TB, pages ...string) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.AddUTF8FontFromBytes("droid", "", chineseFont)
+	f.SetFont("droid", "", 14)
+	for _, p := range pages {
+		f.AddPage()
+		f.MultiCell(0, 8, p, "", "L", false)
+	}
+	return output(t, f)
+}
+
+// ScannedPDF has pages that are images only: no text layer.
+func ScannedPDF(t testing.TB, pages int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, 64, 64))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	img.Set(3, 3, color.White)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	f := fpdf.New("P", "mm", "A4", "")
+	f.RegisterImageOptionsReader("scan", fpdf.ImageOptions{ImageType: "PNG"}, bytes.NewReader(buf.Bytes()))
+	for range pages {
+		f.AddPage()
+		f.ImageOptions("scan", 10, 10, 150, 150, false, fpdf.ImageOptions{ImageType: "PNG"}, 0, "")
+	}
+	return output(t, f)
+}
+
+// EncryptedPDF is a PDF that needs a password to open.
+func EncryptedPDF(t testing.TB, text string) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.SetProtection(fpdf.CnProtectPrint, "user-secret", "owner-secret")
+	f.SetFont("Helvetica", "", 12)
+	f.AddPage()
+	f.MultiCell(0, 6, text, "", "L", false)
+	return output(t, f)
+}
+
+func output(t testing.TB, f *fpdf.Fpdf) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.Output(&buf); err != nil {
+		t.Fatalf("write test PDF: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// Zip packs files (name → content) in the given order.
+func Zip(t testing.TB, files ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range files {
+		fw, err := w.Create(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fw.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// ZipBomb is a DOCX-looking package whose one entry inflates to size
+// bytes of zeros: small on the wire, huge unpacked.
+func ZipBomb(t testing.TB, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	fw, err := w.Create("word/document.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for left := size; left > 0; left -= len(zeros) {
+		if _, err := fw.Write(zeros[:min(left, len(zeros))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// LyingZipBomb is a DOCX-looking package whose header declares a
+// terabyte-sized entry: refused before anything is inflated.
+func LyingZipBomb(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	fw, err := w.CreateRaw(&zip.FileHeader{Name: "word/document.xml", Method: zip.Store,
+		CompressedSize64: 5, UncompressedSize64: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write([]byte("<a/>\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

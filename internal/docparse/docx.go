@@ -1,0 +1,269 @@
+package docparse
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Word's main namespace; elements of other namespaces (drawings, math,
+// markup compatibility) are walked through but never read as text.
+const nsWord = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+// parseDOCX reads word/document.xml: paragraphs with a heading style (or
+// an outline level) start sections, tables become rows of cells joined
+// by " | ".
+func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error) {
+	p, err := openPackage(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	body, err := p.read("word/document.xml")
+	if err != nil {
+		return nil, err
+	}
+	styles, err := readWordStyles(p)
+	if err != nil {
+		return nil, err
+	}
+	w := &wordWalker{styles: styles}
+	if err := w.walk(ctx, body); err != nil {
+		return nil, err
+	}
+	w.secs.flush()
+	doc := &Document{Title: p.coreTitle(), Sections: w.secs.out}
+	if doc.Title == "" {
+		doc.Title = w.title
+	}
+	opts.progress(1, 1)
+	return doc, nil
+}
+
+// wordStyle is what a paragraph style says about structure.
+type wordStyle struct {
+	level int  // heading level 1..9, 0 = body text
+	title bool // the document's Title style
+}
+
+// readWordStyles maps style ids to heading levels: a style named
+// "heading N" (Word and LibreOffice both name them so, whatever the UI
+// language) or with an outline level.
+func readWordStyles(p *pkg) (map[string]wordStyle, error) {
+	data, err := p.read("word/styles.xml")
+	if err != nil || data == nil {
+		return nil, err
+	}
+	var doc struct {
+		Styles []struct {
+			ID   string `xml:"styleId,attr"`
+			Name struct {
+				Val string `xml:"val,attr"`
+			} `xml:"name"`
+			PPr struct {
+				Outline *struct {
+					Val string `xml:"val,attr"`
+				} `xml:"outlineLvl"`
+			} `xml:"pPr"`
+		} `xml:"style"`
+	}
+	if err := unmarshalXML(data, &doc); err != nil {
+		return nil, err
+	}
+	out := make(map[string]wordStyle, len(doc.Styles))
+	for _, s := range doc.Styles {
+		name := strings.ToLower(strings.TrimSpace(s.Name.Val))
+		var st wordStyle
+		if n, ok := strings.CutPrefix(name, "heading "); ok {
+			st.level, _ = strconv.Atoi(n)
+		} else if s.PPr.Outline != nil {
+			if lvl, err := strconv.Atoi(s.PPr.Outline.Val); err == nil && lvl < 9 {
+				st.level = lvl + 1
+			}
+		}
+		st.title = name == "title"
+		out[s.ID] = st
+	}
+	return out, nil
+}
+
+// wordWalker turns the token stream of a document part into sections.
+type wordWalker struct {
+	styles map[string]wordStyle
+	secs   sectionBuilder
+	title  string
+
+	para      strings.Builder // the paragraph being read
+	style     string          // its pStyle
+	outline   int             // its own outline level + 1, 0 = none
+	tableRows []string        // rows of the outermost table being read
+	rowCells  []string        // cells of the current row
+	cell      []string        // paragraphs of the current cell
+	depth     int             // table nesting depth
+}
+
+func (w *wordWalker) walk(ctx context.Context, data []byte) error {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	inText := false
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return failf(ErrCorrupt, "the file is damaged: word/document.xml is not valid XML (%v)", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if t.Name.Space != nsWord {
+				continue
+			}
+			switch t.Name.Local {
+			case "t":
+				inText = true
+			case "tab":
+				w.para.WriteByte(' ')
+			case "br", "cr":
+				w.para.WriteByte('\n')
+			case "pStyle":
+				w.style = attr(t, "val")
+			case "outlineLvl":
+				if lvl, err := strconv.Atoi(attr(t, "val")); err == nil && lvl < 9 {
+					w.outline = lvl + 1
+				}
+			case "p":
+				w.para.Reset()
+				w.style, w.outline = "", 0
+			case "tbl":
+				w.depth++
+			case "tr":
+				if w.depth == 1 {
+					w.rowCells = w.rowCells[:0]
+				}
+			case "tc":
+				if w.depth == 1 {
+					w.cell = w.cell[:0]
+				}
+			}
+		case xml.CharData:
+			if inText {
+				w.para.Write(t)
+			}
+		case xml.EndElement:
+			if t.Name.Space != nsWord {
+				continue
+			}
+			switch t.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				w.endParagraph()
+			case "tc":
+				if w.depth == 1 {
+					w.rowCells = append(w.rowCells, strings.Join(w.cell, " "))
+				}
+			case "tr":
+				if w.depth == 1 {
+					if row := tableRow(w.rowCells); row != "" {
+						w.tableRows = append(w.tableRows, row)
+					}
+				}
+			case "tbl":
+				w.depth--
+				if w.depth == 0 {
+					w.secs.add(strings.Join(w.tableRows, "\n"))
+					w.tableRows = w.tableRows[:0]
+				}
+			}
+		}
+	}
+}
+
+func (w *wordWalker) endParagraph() {
+	text := strings.Join(strings.Fields(w.para.String()), " ")
+	w.para.Reset()
+	if text == "" {
+		return
+	}
+	if w.depth > 0 {
+		w.cell = append(w.cell, text)
+		return
+	}
+	st := w.styles[w.style]
+	level := st.level
+	if w.outline > 0 {
+		level = w.outline
+	}
+	switch {
+	case st.title && w.title == "":
+		w.title = text
+		w.secs.add(text)
+	case level > 0:
+		w.secs.heading(level, text)
+	default:
+		w.secs.add(text)
+	}
+}
+
+// tableRow joins a row's cells with " | ", or "" when they are all empty.
+func tableRow(cells []string) string {
+	for _, c := range cells {
+		if strings.TrimSpace(c) != "" {
+			return strings.Join(cells, " | ")
+		}
+	}
+	return ""
+}
+
+func attr(e xml.StartElement, local string) string {
+	for _, a := range e.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func unmarshalXML(data []byte, v any) error {
+	if err := xml.Unmarshal(data, v); err != nil {
+		return failf(ErrCorrupt, "the file is damaged: a part is not valid XML (%v)", err)
+	}
+	return nil
+}
+
+// sectionBuilder collects blocks of text under a heading path.
+type sectionBuilder struct {
+	page   int
+	levels []int    // heading levels of the path
+	path   []string // heading texts of the path
+	blocks []string // blocks of the current section
+	out    []Section
+}
+
+// heading closes the current section and starts one under text at level.
+func (s *sectionBuilder) heading(level int, text string) {
+	s.flush()
+	for len(s.levels) > 0 && s.levels[len(s.levels)-1] >= level {
+		s.levels, s.path = s.levels[:len(s.levels)-1], s.path[:len(s.path)-1]
+	}
+	s.levels, s.path = append(s.levels, level), append(s.path, text)
+}
+
+func (s *sectionBuilder) add(block string) {
+	if strings.TrimSpace(block) != "" {
+		s.blocks = append(s.blocks, block)
+	}
+}
+
+func (s *sectionBuilder) flush() {
+	if len(s.blocks) == 0 {
+		return
+	}
+	s.out = append(s.out, Section{Page: s.page, Heading: strings.Join(s.path, " > "), Text: strings.Join(s.blocks, "\n\n")})
+	s.blocks = nil
+}

@@ -1,0 +1,261 @@
+package docparse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/ledongthuc/pdf"
+)
+
+// parsePDF extracts the text of each page. github.com/ledongthuc/pdf (a
+// pure-Go reader, a maintained fork of rsc.io/pdf) parses the file, its
+// cross-reference tables, streams, filters and RC4 encryption; the text
+// state and font decoding are ours (pdftext.go, cmap.go). Glyphs come in
+// content-stream order, which is the reading order producers write; lines
+// and word spaces are rebuilt from the glyphs' positions, as many
+// producers position words instead of writing spaces.
+func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error) {
+	r, err := openPDF(data)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := pageList(r)
+	if err != nil {
+		return nil, err
+	}
+	n := len(pages)
+	doc := &Document{Pages: n, Title: pdfTitle(r)}
+	for i := 1; i <= n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		text, err := pageText(pages[i-1], i)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" {
+			doc.Sections = append(doc.Sections, Section{Page: i, Text: text})
+		}
+		opts.progress(i, n)
+	}
+	return doc, nil
+}
+
+func openPDF(data []byte) (r *pdf.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, failf(ErrCorrupt, "the file is damaged: the PDF cannot be read (%v)", p)
+		}
+	}()
+	r, err = pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	switch {
+	case err == nil:
+		return r, nil
+	case bytes.Contains(data, []byte("/Encrypt")):
+		return nil, failf(ErrEncrypted, "the PDF is encrypted (password-protected); remove the password and upload it again")
+	case strings.Contains(err.Error(), "EOF"), strings.Contains(err.Error(), "startxref"):
+		return nil, failf(ErrCorrupt, "the PDF is damaged or truncated (%v)", err)
+	}
+	return nil, failf(ErrCorrupt, "the file is damaged: the PDF cannot be read (%v)", err)
+}
+
+func pdfTitle(r *pdf.Reader) (title string) {
+	defer func() {
+		if recover() != nil {
+			title = ""
+		}
+	}()
+	return strings.Join(strings.Fields(r.Trailer().Key("Info").Key("Title").Text()), " ")
+}
+
+// Bounds of the page tree walk: a damaged or hostile file may make the
+// tree a cycle (the library's own Page and NumPage then never return) or
+// claim a huge count.
+const (
+	maxPageTreeDepth = 64
+	maxPageTreeNodes = 1 << 20
+	maxParentChain   = 64
+)
+
+// pageList walks the page tree into the document's pages, in order.
+func pageList(r *pdf.Reader) (pages []pdf.Page, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pages, err = nil, failf(ErrCorrupt, "the file is damaged: the PDF's page list cannot be read (%v)", p)
+		}
+	}()
+	budget := maxPageTreeNodes
+	var walk func(node pdf.Value, depth int) error
+	walk = func(node pdf.Value, depth int) error {
+		if depth > maxPageTreeDepth {
+			return failf(ErrCorrupt, "the file is damaged: the PDF's page tree is too deep (a cycle?)")
+		}
+		kids := node.Key("Kids")
+		for i := 0; i < kids.Len(); i++ {
+			if budget--; budget < 0 {
+				return failf(ErrCorrupt, "the file is damaged: the PDF's page tree is too large (a cycle?)")
+			}
+			kid := kids.Index(i)
+			switch {
+			case kid.Key("Type").Name() == "Pages" || kid.Key("Kids").Kind() == pdf.Array:
+				if err := walk(kid, depth+1); err != nil {
+					return err
+				}
+			case kid.Kind() == pdf.Dict:
+				pages = append(pages, pdf.Page{V: kid})
+			}
+		}
+		return nil
+	}
+	if err := walk(r.Trailer().Key("Root").Key("Pages"), 0); err != nil {
+		return nil, err
+	}
+	if len(pages) == 0 {
+		return nil, failf(ErrCorrupt, "the file is damaged: the PDF has no pages")
+	}
+	return pages, nil
+}
+
+// inherited is a page attribute, from the page or its nearest ancestor
+// (PDF lets /Resources be inherited), with the Parent chain bounded.
+func inherited(v pdf.Value, key string) pdf.Value {
+	for range maxParentChain {
+		if v.IsNull() {
+			break
+		}
+		if x := v.Key(key); !x.IsNull() {
+			return x
+		}
+		v = v.Key("Parent")
+	}
+	return pdf.Value{}
+}
+
+// pageText is page i's text: lines in stream order, a blank line where
+// the vertical gap says a paragraph ends.
+func pageText(page pdf.Page, i int) (string, error) {
+	glyphs, err := safeGlyphs(page)
+	if err != nil {
+		// The library's lexer cannot skip an inline image (BI … ID data
+		// EI), which scanners write; the text before it is kept.
+		if !hasInlineImage(page) {
+			return "", failf(ErrCorrupt, "the file is damaged: page %d cannot be read (%v)", i, err)
+		}
+	}
+	var b lineBuilder
+	for _, g := range glyphs {
+		b.add(g)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// safeGlyphs is pageGlyphs with a panic of the library turned into an
+// error; the glyphs read before it are returned.
+func safeGlyphs(page pdf.Page) (glyphs []glyph, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	pageGlyphs(page, &glyphs)
+	return glyphs, nil
+}
+
+// hasInlineImage reports whether a page's content has the operators of
+// an inline image.
+func hasInlineImage(page pdf.Page) (found bool) {
+	defer func() {
+		if recover() != nil {
+			found = false
+		}
+	}()
+	contents := page.V.Key("Contents")
+	streams := []pdf.Value{contents}
+	if contents.Kind() == pdf.Array {
+		streams = streams[:0]
+		for j := 0; j < contents.Len(); j++ {
+			streams = append(streams, contents.Index(j))
+		}
+	}
+	for _, s := range streams {
+		rc := s.Reader()
+		data, _ := io.ReadAll(io.LimitReader(rc, 64<<20))
+		rc.Close()
+		if inlineImage.Match(data) {
+			return true
+		}
+	}
+	return false
+}
+
+var inlineImage = regexp.MustCompile(`(?s)(^|\s)BI\s.*?\sID\s`)
+
+// lineBuilder rebuilds lines and word spaces from positioned glyphs.
+type lineBuilder struct {
+	strings.Builder
+	started    bool
+	x, y, size float64 // where the last glyph ended, and its size
+	last       rune
+}
+
+func (b *lineBuilder) add(t glyph) {
+	if t.s == "" {
+		return
+	}
+	if strings.TrimSpace(t.s) == "" {
+		if b.started && b.last != ' ' && b.last != '\n' {
+			b.WriteByte(' ')
+			b.last = ' '
+		}
+		b.x = t.x + t.w
+		return
+	}
+	size := math.Max(math.Abs(t.size), 1)
+	first, _ := firstRune(t.s)
+	if b.started {
+		dy := b.y - t.y
+		switch {
+		case math.Abs(dy) > 0.5*math.Max(size, b.size):
+			// A new line; a gap of more than about two lines ends a paragraph.
+			if dy > 2.0*math.Max(size, b.size) {
+				b.WriteString("\n\n")
+			} else {
+				b.WriteByte('\n')
+			}
+			b.last = '\n'
+		case b.last != ' ' && b.last != '\n' && !(isCJK(b.last) && isCJK(first)):
+			if gap := t.x - b.x; gap > 0.15*size || gap < -2*size {
+				b.WriteByte(' ')
+			}
+		}
+	}
+	b.WriteString(t.s)
+	b.started = true
+	b.x, b.y, b.size = t.x+t.w, t.y, size
+	b.last = lastRune(t.s)
+}
+
+func firstRune(s string) (rune, bool) {
+	for _, r := range s {
+		return r, true
+	}
+	return 0, false
+}
+
+func lastRune(s string) rune {
+	rs := []rune(s)
+	return rs[len(rs)-1]
+}
+
+// isCJK reports scripts written without spaces between words, where a
+// position gap must not become a space (it would split bigrams).
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) ||
+		(r >= 0x3000 && r <= 0x303F) || (r >= 0xFF00 && r <= 0xFFEF)
+}

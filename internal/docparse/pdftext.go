@@ -1,0 +1,322 @@
+package docparse
+
+import (
+	"math"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/ledongthuc/pdf"
+)
+
+// This file walks a page's content stream with ledongthuc/pdf's
+// interpreter and object model, but keeps its own text state and font
+// decoding: the library's own Content() adds a range offset to the last
+// byte only (so ToUnicode maps with wide ranges, as github.com/go-pdf/fpdf
+// writes for every Chinese font, decode to garbage) and has no CID font
+// widths (so it cannot tell where a word ends in a composite font).
+
+// affine is a PDF matrix [a b c d e f].
+type affine [6]float64
+
+var identity = affine{1, 0, 0, 1, 0, 0}
+
+// mul is m × n in PDF's row-vector convention: apply m, then n.
+func (m affine) mul(n affine) affine {
+	return affine{
+		m[0]*n[0] + m[1]*n[2], m[0]*n[1] + m[1]*n[3],
+		m[2]*n[0] + m[3]*n[2], m[2]*n[1] + m[3]*n[3],
+		m[4]*n[0] + m[5]*n[2] + n[4], m[4]*n[1] + m[5]*n[3] + n[5],
+	}
+}
+
+func translate(x, y float64) affine { return affine{1, 0, 0, 1, x, y} }
+
+// glyph is one positioned piece of text, in device space.
+type glyph struct {
+	s       string
+	x, y, w float64 // origin and advance
+	size    float64
+}
+
+// gstate is the part of the graphics state text extraction needs.
+type gstate struct {
+	ctm                                              affine
+	font                                             *pdfFont
+	size, charSpace, wordSpace, scale, leading, rise float64
+}
+
+// maxFormDepth bounds nested form XObjects (a loop of forms must end).
+const maxFormDepth = 8
+
+// pageGlyphs returns the glyphs a page shows, in content-stream order,
+// including those of the forms it draws.
+// Glyphs are appended to *out as they are read, so a caller recovering a
+// panic keeps those read before it.
+func pageGlyphs(page pdf.Page, out *[]glyph) {
+	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out}
+	w.run(page.V.Key("Contents"), inherited(page.V, "Resources"), gstate{ctm: identity, scale: 1}, 0)
+}
+
+type contentWalker struct {
+	fonts map[string]*pdfFont // by font object, per page
+	out   *[]glyph
+}
+
+func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
+	var (
+		stack    []gstate
+		tm, tlm  = identity, identity
+		fontByNm = map[string]*pdfFont{}
+	)
+	show := func(raw string) {
+		f := g.font
+		if f == nil {
+			f = unknownFont
+		}
+		for _, c := range f.decode(raw) {
+			trm := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
+			adv := c.width/1000*g.size + g.charSpace
+			if c.space {
+				adv += g.wordSpace
+			}
+			tm = translate(adv*g.scale, 0).mul(tm)
+			next := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
+			*w.out = append(*w.out, glyph{s: c.text, x: trm[4], y: trm[5], w: next[4] - trm[4],
+				size: math.Hypot(trm[2], trm[3])})
+		}
+	}
+	nextLine := func(tx, ty float64) {
+		tlm = translate(tx, ty).mul(tlm)
+		tm = tlm
+	}
+	pdf.Interpret(strm, func(stk *pdf.Stack, op string) {
+		n := stk.Len()
+		args := make([]pdf.Value, n)
+		for i := n - 1; i >= 0; i-- {
+			args[i] = stk.Pop()
+		}
+		num := func(i int) float64 {
+			if i < len(args) {
+				return args[i].Float64()
+			}
+			return 0
+		}
+		mat := func() affine {
+			return affine{num(0), num(1), num(2), num(3), num(4), num(5)}
+		}
+		switch op {
+		case "q":
+			stack = append(stack, g)
+		case "Q":
+			if len(stack) > 0 {
+				g, stack = stack[len(stack)-1], stack[:len(stack)-1]
+			}
+		case "cm":
+			g.ctm = mat().mul(g.ctm)
+		case "BT":
+			tm, tlm = identity, identity
+		case "Tm":
+			tm, tlm = mat(), mat()
+		case "Td":
+			nextLine(num(0), num(1))
+		case "TD":
+			g.leading = -num(1)
+			nextLine(num(0), num(1))
+		case "T*":
+			nextLine(0, -g.leading)
+		case "Tc":
+			g.charSpace = num(0)
+		case "Tw":
+			g.wordSpace = num(0)
+		case "Tz":
+			g.scale = num(0) / 100
+		case "TL":
+			g.leading = num(0)
+		case "Ts":
+			g.rise = num(0)
+		case "Tf":
+			if len(args) == 2 {
+				name := args[0].Name()
+				f, ok := fontByNm[name]
+				if !ok {
+					f = w.font(resources.Key("Font").Key(name))
+					fontByNm[name] = f
+				}
+				g.font, g.size = f, num(1)
+			}
+		case "Tj":
+			if len(args) == 1 {
+				show(args[0].RawString())
+			}
+		case "'":
+			if len(args) == 1 {
+				nextLine(0, -g.leading)
+				show(args[0].RawString())
+			}
+		case "\"":
+			if len(args) == 3 {
+				g.wordSpace, g.charSpace = num(0), num(1)
+				nextLine(0, -g.leading)
+				show(args[2].RawString())
+			}
+		case "TJ":
+			if len(args) == 1 {
+				arr := args[0]
+				for i := 0; i < arr.Len(); i++ {
+					v := arr.Index(i)
+					if v.Kind() == pdf.String {
+						show(v.RawString())
+					} else {
+						tm = translate(-v.Float64()/1000*g.size*g.scale, 0).mul(tm)
+					}
+				}
+			}
+		case "Do":
+			if len(args) == 1 && depth < maxFormDepth {
+				x := resources.Key("XObject").Key(args[0].Name())
+				if x.Kind() == pdf.Stream && x.Key("Subtype").Name() == "Form" {
+					fg := g
+					if m := x.Key("Matrix"); m.Len() == 6 {
+						fg.ctm = affine{m.Index(0).Float64(), m.Index(1).Float64(), m.Index(2).Float64(),
+							m.Index(3).Float64(), m.Index(4).Float64(), m.Index(5).Float64()}.mul(g.ctm)
+					}
+					res := x.Key("Resources")
+					if res.IsNull() {
+						res = resources
+					}
+					w.run(x, res, fg, depth+1)
+				}
+			}
+		}
+	})
+}
+
+// font decodes a font dictionary once per page.
+func (w *contentWalker) font(v pdf.Value) *pdfFont {
+	if v.IsNull() {
+		return unknownFont
+	}
+	key := v.String()
+	if f, ok := w.fonts[key]; ok {
+		return f
+	}
+	f := newPDFFont(v)
+	w.fonts[key] = f
+	return f
+}
+
+// pdfFont maps a font's codes to text and widths.
+type pdfFont struct {
+	toUnicode *cmap            // nil: none usable
+	simple    pdf.TextEncoding // simple fonts: the font's encoding, for codes the ToUnicode map lacks
+	composite bool             // Type0: codes of 1-4 bytes per the code space; else one byte
+	codeBytes int              // a composite font's code length when toUnicode gives no code space
+	ucs2      bool             // composite font with a UCS-2/UTF-16 CMap
+	widths    map[int]float64
+	firstChar int
+	defWidth  float64
+}
+
+var unknownFont = &pdfFont{codeBytes: 1, defWidth: 500}
+
+type decoded struct {
+	text  string
+	width float64 // in thousandths of the font size
+	space bool    // the single-byte code 32, which word spacing applies to
+}
+
+func newPDFFont(v pdf.Value) *pdfFont {
+	f := &pdfFont{codeBytes: 1, widths: map[int]float64{}}
+	if tu := v.Key("ToUnicode"); tu.Kind() == pdf.Stream {
+		f.toUnicode = readCMap(tu)
+	}
+	if v.Key("Subtype").Name() == "Type0" {
+		f.composite, f.codeBytes = true, 2
+		enc := v.Key("Encoding").Name()
+		f.ucs2 = strings.Contains(enc, "UCS2") || strings.Contains(enc, "UTF16")
+		desc := v.Key("DescendantFonts").Index(0)
+		f.defWidth = 1000
+		if dw := desc.Key("DW"); !dw.IsNull() {
+			f.defWidth = dw.Float64()
+		}
+		readCIDWidths(desc.Key("W"), f.widths)
+		return f
+	}
+	f.simple = (&pdf.Font{V: v}).Encoder()
+	f.firstChar = int(v.Key("FirstChar").Int64())
+	ws := v.Key("Widths")
+	for i := 0; i < ws.Len(); i++ {
+		f.widths[f.firstChar+i] = ws.Index(i).Float64()
+	}
+	f.defWidth = v.Key("FontDescriptor").Key("MissingWidth").Float64()
+	if ws.Len() == 0 {
+		f.defWidth = 500 // a standard font without metrics: a typical width
+	}
+	return f
+}
+
+// readCIDWidths reads a CID font's W array: c [w1 w2 …] or c1 c2 w.
+func readCIDWidths(w pdf.Value, out map[int]float64) {
+	for i := 0; i < w.Len(); {
+		first := int(w.Index(i).Int64())
+		if i+1 < w.Len() && w.Index(i+1).Kind() == pdf.Array {
+			arr := w.Index(i + 1)
+			for j := 0; j < arr.Len() && j < 1<<16; j++ {
+				out[first+j] = arr.Index(j).Float64()
+			}
+			i += 2
+			continue
+		}
+		if i+2 >= w.Len() {
+			return
+		}
+		last, width := int(w.Index(i+1).Int64()), w.Index(i+2).Float64()
+		for c := first; c <= last && c-first < 1<<16; c++ {
+			out[c] = width
+		}
+		i += 3
+	}
+}
+
+func (f *pdfFont) width(code int) float64 {
+	if w, ok := f.widths[code]; ok {
+		return w
+	}
+	return f.defWidth
+}
+
+func (f *pdfFont) decode(raw string) []decoded {
+	var out []decoded
+	for len(raw) > 0 {
+		// A simple font's codes are one byte whatever its ToUnicode map's
+		// code space says (gropdf declares two).
+		n := 1
+		if f.composite {
+			n = f.codeBytes
+			if f.toUnicode != nil {
+				n = f.toUnicode.codeLength(raw, n)
+			}
+		}
+		n = min(n, len(raw))
+		code := 0
+		for i := 0; i < n; i++ {
+			code = code<<8 | int(raw[i])
+		}
+		var text string
+		if f.toUnicode != nil {
+			text = f.toUnicode.lookup(code, n, f.composite)
+		}
+		switch {
+		case text != "":
+		case f.ucs2:
+			text = string(utf16.Decode([]uint16{uint16(code)}))
+		case f.simple != nil:
+			text = f.simple.Decode(raw[:n])
+		case !f.composite:
+			text = string(rune(code))
+		}
+		out = append(out, decoded{text: text, width: f.width(code), space: n == 1 && code == 32})
+		raw = raw[n:]
+	}
+	return out
+}

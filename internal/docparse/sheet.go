@@ -1,0 +1,150 @@
+package docparse
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// parseXLSX reads every sheet in workbook order with excelize (the
+// maintained pure-Go Excel library): the first non-empty row of a sheet
+// is its header, the other rows its text, one section per sheet named
+// after it. Cells are read as displayed (formatted values, formulas'
+// cached results).
+func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error) {
+	// Our own check first: it names the problem better than excelize.
+	p, err := openPackage(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
+		UnzipSizeLimit:    opts.maxUncompressed(),
+		UnzipXMLSizeLimit: opts.maxUncompressed(),
+	})
+	if err != nil {
+		return nil, failf(ErrCorrupt, "the file is damaged: the workbook cannot be read (%v)", err)
+	}
+	defer f.Close()
+	sheets := f.GetSheetList()
+	doc := &Document{Title: p.coreTitle()}
+	for i, name := range sheets {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		rows, err := f.Rows(name)
+		if err != nil {
+			return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
+		}
+		var t tableBuilder
+		for rows.Next() {
+			cols, err := rows.Columns()
+			if err != nil {
+				rows.Close()
+				return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
+			}
+			t.row(cols)
+		}
+		err = rows.Error()
+		rows.Close()
+		if err != nil {
+			return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
+		}
+		if s, ok := t.section(name); ok {
+			doc.Sections = append(doc.Sections, s)
+		}
+		opts.progress(i+1, len(sheets))
+	}
+	return doc, nil
+}
+
+// parseCSV reads comma-, semicolon- or tab-separated UTF-8 text; the
+// first non-empty row is the header.
+func parseCSV(data []byte) (*Document, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if !utf8.Valid(data) {
+		return nil, failf(ErrCorrupt, "the CSV file is not UTF-8 text; save it as UTF-8 and upload it again")
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil, failf(ErrCorrupt, "the file is not a CSV text file (it contains NUL bytes)")
+	}
+	r := csv.NewReader(bytes.NewReader(data))
+	r.Comma = sniffDelimiter(data)
+	r.FieldsPerRecord = -1
+	r.LazyQuotes = true
+	r.ReuseRecord = true
+	var t tableBuilder
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		var perr *csv.ParseError
+		if errors.As(err, &perr) {
+			return nil, failf(ErrCorrupt, "the CSV file cannot be read: line %d: %v", perr.Line, perr.Err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.row(rec)
+	}
+	doc := &Document{}
+	if s, ok := t.section(""); ok {
+		doc.Sections = append(doc.Sections, s)
+	}
+	return doc, nil
+}
+
+// sniffDelimiter picks the separator most frequent on the first line.
+func sniffDelimiter(data []byte) rune {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	best, count := ',', bytes.Count(line, []byte(","))
+	for _, c := range []rune{';', '\t'} {
+		if n := bytes.Count(line, []byte(string(c))); n > count {
+			best, count = c, n
+		}
+	}
+	return best
+}
+
+// tableBuilder turns rows of cells into a header line and data lines.
+type tableBuilder struct {
+	header string
+	rows   []string
+}
+
+func (t *tableBuilder) row(cells []string) {
+	clean := make([]string, len(cells))
+	for i, c := range cells {
+		clean[i] = strings.Join(strings.Fields(c), " ")
+	}
+	// Trailing empty cells say nothing.
+	for len(clean) > 0 && clean[len(clean)-1] == "" {
+		clean = clean[:len(clean)-1]
+	}
+	line := tableRow(clean)
+	switch {
+	case line == "":
+	case t.header == "":
+		t.header = line
+	default:
+		t.rows = append(t.rows, line)
+	}
+}
+
+// section is the table as a section: a table of one row is that row as
+// text, without a header.
+func (t *tableBuilder) section(heading string) (Section, bool) {
+	switch {
+	case t.header == "":
+		return Section{}, false
+	case len(t.rows) == 0:
+		return Section{Heading: heading, Text: t.header}, true
+	}
+	return Section{Heading: heading, Header: t.header, Text: strings.Join(t.rows, "\n")}, true
+}

@@ -1,0 +1,50 @@
+package knowledge
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/docparse"
+)
+
+// parsedFile is an uploaded PDF, DOCX, PPTX, XLSX or CSV file read by
+// docparse: its sections keep their pages and heading paths, which the
+// chunker carries into every chunk.
+type parsedFile struct {
+	doc       *docparse.Document
+	text      string // the document's content as stored and deduplicated
+	mediaType string
+}
+
+// IsFile reports whether a file of this name is read by docparse (and so
+// goes in IngestRequest.File) rather than taken as text.
+func IsFile(name string) bool { return docparse.Supported(name) }
+
+// parseFile reads req.File, or returns nil when the request is text. Its
+// errors wrap docparse's sentinels (ErrNoText, ErrEncrypted, ErrCorrupt,
+// ErrUnsupported, ErrTooLarge) or ErrTooLarge when the file is over
+// knowledge.max_file_bytes; their messages are for the uploader.
+func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *config.Knowledge) (*parsedFile, error) {
+	if req.File == nil {
+		return nil, nil
+	}
+	if limit := cfg.MaxFileBytes; limit > 0 && int64(len(req.File)) > limit {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.File), limit)
+	}
+	doc, err := docparse.Parse(ctx, req.Source, req.File, docparse.Options{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	return &parsedFile{doc: doc, text: doc.Text(), mediaType: doc.MediaType}, nil
+}
+
+// title is the given title, else the file's own (metadata, Title style),
+// else its file name.
+func (f *parsedFile) title(req IngestRequest) string {
+	return documentTitle(cmp.Or(req.Title, f.doc.Title), f.text, req.Source, MediaPlain)
+}
