@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -370,7 +371,7 @@ func (a *App) apply(cfg *config.Config) error {
 // restartOnly lists the changed keys that are read only at start.
 func restartOnly(old, cfg *config.Config) []string {
 	var keys []string
-	if old.Server != cfg.Server {
+	if !reflect.DeepEqual(old.Server, cfg.Server) {
 		keys = append(keys, "server")
 	}
 	if old.Storage != cfg.Storage {
