@@ -48,7 +48,7 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
 		return
 	}
-	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
 			TenantID: tenant(c), Mode: req.Mode, History: turns, Question: question})
 	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })

@@ -185,7 +185,7 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 		openAIAbort(c, http.StatusBadRequest, perr.code, perr.param, perr.message)
 		return
 	}
-	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
 			TenantID: tenant(c), Mode: mode, History: turns, Question: question})
 	}, func(msg string) { openAIAbort(c, http.StatusTooManyRequests, "rate_limit_exceeded", "", msg) })
