@@ -37,6 +37,13 @@ type Server struct {
 	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
 	WriteTimeout      time.Duration `mapstructure:"write_timeout"` // per write; SSE writes get a fresh deadline each time
 	ShutdownGrace     time.Duration `mapstructure:"shutdown_grace"`
+	// BodyReadTimeout bounds reading a request's body, from its first
+	// byte; streamed responses are not affected.
+	BodyReadTimeout time.Duration `mapstructure:"body_read_timeout"`
+	// TrustedProxies are the IPs and CIDRs whose X-Forwarded-For and
+	// X-Real-IP headers name the client; empty = trust no one (the client
+	// is the socket's peer).
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
 }
 
 // Log configures zap.
@@ -53,6 +60,7 @@ type Limits struct {
 	MaxConcurrentStreams int     `mapstructure:"max_concurrent_streams"` // live generations per API key; 0 = unlimited
 	RatePerSecond        float64 `mapstructure:"rate_per_second"`        // requests per second per API key (token bucket); 0 = unlimited
 	RateBurst            int     `mapstructure:"rate_burst"`             // bucket size: requests allowed at once
+	FailedAuthPerMinute  int     `mapstructure:"failed_auth_per_minute"` // requests with a wrong or missing key per client IP per minute (429 beyond); 0 = unlimited
 }
 
 // Stream configures the stream lifecycle and the stream store.

@@ -65,6 +65,8 @@ func builtinDefaults() map[string]any {
 			"read_header_timeout": "10s",
 			"write_timeout":       "30s",
 			"shutdown_grace":      "20s",
+			"body_read_timeout":   "30s",
+			"trusted_proxies":     []any{},
 		},
 		"log": map[string]any{
 			"level":  "info",
@@ -77,6 +79,7 @@ func builtinDefaults() map[string]any {
 			"max_concurrent_streams": 0,
 			"rate_per_second":        0.0,
 			"rate_burst":             20,
+			"failed_auth_per_minute": 20,
 		},
 		"stream": map[string]any{
 			"heartbeat":    "15s",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ func (c *Config) Validate() error {
 		{"server.read_header_timeout", c.Server.ReadHeaderTimeout},
 		{"server.write_timeout", c.Server.WriteTimeout},
 		{"server.shutdown_grace", c.Server.ShutdownGrace},
+		{"server.body_read_timeout", c.Server.BodyReadTimeout},
 		{"stream.retention", c.Stream.Retention},
 		{"stream.max_duration", c.Stream.MaxDuration},
 	} {
@@ -118,6 +120,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentStreams < 0 || c.Limits.RatePerSecond < 0 {
 		add("limits", "max_concurrent_streams and rate_per_second must not be negative (0 = unlimited)")
+	}
+	if c.Limits.FailedAuthPerMinute < 0 {
+		add("limits.failed_auth_per_minute", "must not be negative (0 = unlimited), got %d", c.Limits.FailedAuthPerMinute)
+	}
+	for i, p := range c.Server.TrustedProxies {
+		if !validProxy(p) {
+			add(fmt.Sprintf("server.trusted_proxies[%d]", i), "%q is not an IP address or a CIDR like 10.0.0.0/8", p)
+		}
 	}
 	if c.Limits.RatePerSecond > 0 && c.Limits.RateBurst < 1 {
 		add("limits.rate_burst", "must be at least 1 when rate_per_second is set, got %d", c.Limits.RateBurst)
@@ -296,4 +306,14 @@ func parseEntry(item any) (PipelineEntry, error) {
 		}
 	}
 	return PipelineEntry{}, fmt.Errorf("%s, got %s", entryShape, describe("", item))
+}
+
+// validProxy reports whether p is an IP address or a CIDR block.
+func validProxy(p string) bool {
+	if strings.Contains(p, "/") {
+		_, err := netip.ParsePrefix(p)
+		return err == nil
+	}
+	_, err := netip.ParseAddr(p)
+	return err == nil
 }

@@ -24,6 +24,9 @@ func (h *Handler) authenticate(c *gin.Context) {
 		c.Set(tenantKey, auth.DefaultTenant)
 		return
 	}
+	if h.authThrottled(c, func(msg string) { abort(c, http.StatusTooManyRequests, "auth_rate_limited", msg) }) {
+		return
+	}
 	token := ""
 	if scheme, value, ok := strings.Cut(c.GetHeader("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		token = strings.TrimSpace(value)
@@ -32,12 +35,14 @@ func (h *Handler) authenticate(c *gin.Context) {
 		token = c.Query("access_token")
 	}
 	if token == "" {
+		h.authFailed(c)
 		c.Header("WWW-Authenticate", `Bearer realm="chatpipe"`)
 		abort(c, http.StatusUnauthorized, "unauthorized", "This API needs a key: send it as \"Authorization: Bearer <key>\".")
 		return
 	}
 	tenant, ok := keys.Tenant(token)
 	if !ok {
+		h.authFailed(c)
 		c.Header("WWW-Authenticate", `Bearer realm="chatpipe", error="invalid_token"`)
 		abort(c, http.StatusUnauthorized, "unauthorized", "The API key is not valid.")
 		return

@@ -28,9 +28,10 @@ type statelessChatRequest struct {
 // statelessChat answers a conversation the client keeps itself: the last
 // message is the question, the earlier ones its history. The answer is the
 // same typed SSE stream as a session's (or, with "stream": false, the
-// finished message as JSON), and nothing is saved. While it runs, the
-// stream can be resumed and stopped under /api/v1/streams/{id} like any
-// other; X-Message-Id names it.
+// finished message as JSON), and nothing is saved. While its requester is
+// connected, the stream can also be followed and stopped under
+// /api/v1/streams/{id} like any other (X-Message-Id names it); when the
+// requester leaves, the generation is stopped.
 func (h *Handler) statelessChat(c *gin.Context) {
 	cfg := h.cfg()
 	var req statelessChatRequest
@@ -47,7 +48,7 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
 		return
 	}
-	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
 			TenantID: tenant(c), Mode: req.Mode, History: turns, Question: question})
 	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })
@@ -66,6 +67,14 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		return
 	}
 	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
+	select {
+	case <-r.Done():
+	default:
+		// The answer returned before the run ended: its requester left.
+		// Nothing is saved, so nobody could read the rest; stop paying the
+		// provider for it (as /v1/chat/completions does).
+		h.deps.Runs.Stop(r.StreamID)
+	}
 }
 
 // statelessTurns checks a stateless conversation and splits it into the

@@ -59,6 +59,10 @@ func decodeJSON(c *gin.Context, limit int64, v any, allowEmpty bool) *requestErr
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	switch {
+	case bodyTimedOut(err):
+		closeAfterReply(c)
+		return &requestError{http.StatusRequestTimeout, "body_timeout",
+			"The request body did not arrive in time; send it at once."}
 	case errors.As(err, &maxErr):
 		return &requestError{http.StatusRequestEntityTooLarge, "body_too_large",
 			fmt.Sprintf("The request body is larger than the limit of %d bytes.", maxErr.Limit)}

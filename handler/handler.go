@@ -39,9 +39,10 @@ type Deps struct {
 
 // Handler serves the API.
 type Handler struct {
-	deps   Deps
-	log    *zap.Logger
-	limits *limiter
+	deps      Deps
+	log       *zap.Logger
+	limits    *limiter
+	authFails *authFailures
 }
 
 // New returns the API's http.Handler.
@@ -53,11 +54,16 @@ func New(deps Deps) http.Handler {
 	if deps.Logger == nil {
 		deps.Logger = zap.NewNop()
 	}
-	h := &Handler{deps: deps, log: deps.Logger, limits: newLimiter()}
+	h := &Handler{deps: deps, log: deps.Logger, limits: newLimiter(), authFails: newAuthFailures()}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
+	// The client's address (limits, failed-auth throttling) comes from
+	// X-Forwarded-For/X-Real-IP only when the peer is a configured proxy;
+	// gin's default believes anyone, which lets a client escape every
+	// per-IP limit by forging the header. Validated by config.
+	_ = r.SetTrustedProxies(deps.Config().Server.TrustedProxies)
+	r.Use(h.limitBodyRead, h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
 	r.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})

@@ -91,6 +91,9 @@ func (h *Handler) addDocument(c *gin.Context) {
 		abort(c, rerr.status, rerr.code, rerr.message)
 	case errors.Is(err, knowledge.ErrEmpty):
 		abort(c, http.StatusBadRequest, "empty_document", "The document has no text.")
+	case errors.Is(err, knowledge.ErrTooDeep):
+		abort(c, http.StatusBadRequest, "document_too_deep",
+			"The HTML nests elements more than 512 levels deep, which chatpipe cannot read; flatten the markup or upload the text as .txt or .md.")
 	case errors.Is(err, knowledge.ErrBinary):
 		abort(c, http.StatusBadRequest, "binary_document", "The document is not text; upload "+supportedUploads+" files.")
 	case errors.Is(err, knowledge.ErrTooLarge):

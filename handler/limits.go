@@ -55,25 +55,26 @@ func (l *limiter) allow(key string, lim config.Limits) (time.Duration, bool) {
 	return 0, true
 }
 
-// acquireStream counts a generation against key's limit; release it when
-// the generation ends (not when the request does: an answer keeps
-// generating after its reader leaves).
-func (l *limiter) acquireStream(key string, limit int) (release func(), ok bool) {
+// acquireStream counts n model calls running at once (a question answered
+// by n models side by side) against key's limit; release them when the
+// generation ends (not when the request does: an answer keeps generating
+// after its reader leaves).
+func (l *limiter) acquireStream(key string, limit, n int) (release func(), ok bool) {
 	if limit <= 0 {
 		return func() {}, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.streams[key] >= limit {
+	if l.streams[key]+n > limit {
 		return nil, false
 	}
-	l.streams[key]++
+	l.streams[key] += n
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if l.streams[key]--; l.streams[key] <= 0 {
+			if l.streams[key] -= n; l.streams[key] <= 0 {
 				delete(l.streams, key)
 			}
 		})
@@ -101,15 +102,23 @@ func (h *Handler) rateLimit(c *gin.Context) {
 }
 
 // startLimited starts a generation under the caller's limit of answers
-// generated at once: the slot is held until the generation ends, not
-// until the request does. When the limit is reached it calls refuse (each
-// API answers in its own error shape) and returns ok=false.
-func (h *Handler) startLimited(c *gin.Context, start func() (*run.Run, error), refuse func(msg string)) (r *run.Run, ok bool, err error) {
+// generated at once, which counts model calls: a question answered by
+// several models side by side takes one slot per model. The slots are
+// held until the generation ends, not until the request does. When the
+// limit is reached it calls refuse (each API answers in its own error
+// shape) and returns ok=false.
+func (h *Handler) startLimited(c *gin.Context, slots int, start func() (*run.Run, error), refuse func(msg string)) (r *run.Run, ok bool, err error) {
 	limit := h.cfg().Limits.MaxConcurrentStreams
-	release, ok := h.limits.acquireStream(h.limitKey(c), limit)
+	slots = max(slots, 1)
+	release, ok := h.limits.acquireStream(h.limitKey(c), limit, slots)
 	if !ok {
 		c.Header("Retry-After", "5")
-		refuse(fmt.Sprintf("This key already has %d answers being generated; wait for one to finish or stop one.", limit))
+		msg := fmt.Sprintf("This key already has %d answers being generated; wait for one to finish or stop one.", limit)
+		if slots > 1 {
+			msg = fmt.Sprintf("Answering with %d models at once counts as %d answers, and this key may have %d generated at once; "+
+				"wait for an answer to finish, stop one, or ask fewer models.", slots, slots, limit)
+		}
+		refuse(msg)
 		return nil, false, nil
 	}
 	if r, err = start(); err != nil {

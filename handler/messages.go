@@ -57,7 +57,13 @@ func (h *Handler) postMessage(c *gin.Context) {
 		return
 	}
 
-	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+	if limit := cfg.Limits.MaxConcurrentStreams; limit > 0 && len(req.Models) > limit {
+		abort(c, http.StatusBadRequest, "too_many_models", fmt.Sprintf(
+			"Answering with %d models at once counts as %d answers being generated, and this key may have only %d "+
+				"(limits.max_concurrent_streams); ask fewer models.", len(req.Models), len(req.Models), limit))
+		return
+	}
+	r, ok, err := h.startLimited(c, len(req.Models), func() (*run.Run, error) {
 		return h.deps.Runs.Start(c.Request.Context(), run.StartRequest{
 			TenantID: tenant(c), SessionID: c.Param("id"), Question: req.Content, Mode: req.Mode, Models: req.Models})
 	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })

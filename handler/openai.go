@@ -73,11 +73,17 @@ func (h *Handler) openAIAuthenticate(c *gin.Context) {
 		c.Set(tenantKey, auth.DefaultTenant)
 		return
 	}
+	if h.authThrottled(c, func(msg string) {
+		openAIAbort(c, http.StatusTooManyRequests, "auth_rate_limited", "", msg)
+	}) {
+		return
+	}
 	token := ""
 	if scheme, value, ok := strings.Cut(c.GetHeader("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		token = strings.TrimSpace(value)
 	}
 	if token == "" {
+		h.authFailed(c)
 		c.Header("WWW-Authenticate", `Bearer realm="chatpipe"`)
 		openAIAbort(c, http.StatusUnauthorized, "missing_api_key", "",
 			"This API needs a key: send it as \"Authorization: Bearer <key>\".")
@@ -85,6 +91,7 @@ func (h *Handler) openAIAuthenticate(c *gin.Context) {
 	}
 	tenant, ok := keys.Tenant(token)
 	if !ok {
+		h.authFailed(c)
 		c.Header("WWW-Authenticate", `Bearer realm="chatpipe", error="invalid_token"`)
 		openAIAbort(c, http.StatusUnauthorized, "invalid_api_key", "", "The API key is not valid.")
 		return
@@ -178,7 +185,7 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 		openAIAbort(c, http.StatusBadRequest, perr.code, perr.param, perr.message)
 		return
 	}
-	r, ok, err := h.startLimited(c, func() (*run.Run, error) {
+	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
 			TenantID: tenant(c), Mode: mode, History: turns, Question: question})
 	}, func(msg string) { openAIAbort(c, http.StatusTooManyRequests, "rate_limit_exceeded", "", msg) })
@@ -220,11 +227,19 @@ func wantsThinkTags(c *gin.Context, field *bool) bool {
 func decodeOpenAI(c *gin.Context, limit int64, v any) (int, string) {
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	err := json.NewDecoder(body).Decode(v)
+	if err == nil {
+		// Read to the end (whitespace, or data the lenient decoder ignores)
+		// so the body read deadline is lifted before a long stream starts.
+		_, err = io.Copy(io.Discard, body)
+	}
 	var maxErr *http.MaxBytesError
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case err == nil:
 		return 0, ""
+	case bodyTimedOut(err):
+		closeAfterReply(c)
+		return http.StatusRequestTimeout, "The request body did not arrive in time; send it at once."
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the limit of %d bytes.", maxErr.Limit)
 	case errors.Is(err, io.EOF):

@@ -75,6 +75,7 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 	defer sub.Close()
 	cfg := h.cfg()
 	w := &chunkWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: cfg.Server.WriteTimeout}
+	liftBodyDeadline(w.rc)
 	heartbeat := time.NewTicker(cfg.Stream.Heartbeat)
 	defer heartbeat.Stop()
 

@@ -143,6 +143,7 @@ func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
 	h.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
 	w := &sseWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, buf: make([]byte, 0, 4096)}
+	liftBodyDeadline(w.rc)
 	// Ask EventSource to reconnect quickly after a dropped connection.
 	w.buf = append(w.buf, "retry: 1000\n\n"...)
 	return w

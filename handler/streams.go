@@ -20,10 +20,15 @@ const maxCursor = 1 << 40
 func ParseCursor(lastEventID, after string) (int64, bool) {
 	raw := strings.TrimSpace(lastEventID)
 	if raw == "" {
-		raw = strings.TrimSpace(after)
+		// Not trimmed: "?after=+5" arrives as " 5", and a cursor with a
+		// sign or spaces is a client bug to report, not to guess at.
+		raw = after
 	}
 	if raw == "" {
 		return 0, true
+	}
+	if raw[0] < '0' || raw[0] > '9' { // ParseInt would take "+5"; a seq is digits only
+		return 0, false
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 0 || n > maxCursor {

@@ -18,6 +18,9 @@ func TestParseCursor(t *testing.T) {
 		{"", "-1", 0, false},
 		{"abc", "", 0, false},
 		{"", "1.5", 0, false},
+		{"", "+5", 0, false},
+		{"", " 5", 0, false}, // ?after=+5 decoded
+		{"+5", "", 0, false},
 		{"", "99999999999999999999", 0, false},
 	} {
 		got, ok := ParseCursor(tc.header, tc.query)

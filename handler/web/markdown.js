@@ -56,6 +56,9 @@
       return hold('<code>' + escapeHTML(code) + '</code>');
     });
     s = s.replace(/\[([^\]\n]+)\]\(\s*([^()\s]+)(?:\s+"[^"\n]*")?\s*\)/g, function (m, label, url) {
+      // A code span binds tighter than a link: [x](`y`) is text and code,
+      // not a link whose href would be the code's HTML.
+      if (url.indexOf('\u0000') >= 0) return m;
       var href = safeHref(url);
       var inner = emphasis(escapeHTML(label));
       return href === null ? hold(inner) : hold(anchor(href, inner));
@@ -94,8 +97,23 @@
     return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || /^ {0,3}>/.test(line) || !!listItem(line);
   };
 
-  // blocks renders lines of Markdown to HTML.
-  Renderer.prototype.blocks = function (lines) {
+  // MAX_DEPTH bounds how deeply block quotes and lists nest. Deeper
+  // levels are shown as their text: rendering recurses once per level, and
+  // an answer of thousands of ">" must not exhaust the stack (which would
+  // stop this and every later message from rendering).
+  var MAX_DEPTH = 32;
+
+  // plainBlock shows lines as escaped text, line breaks kept.
+  function plainBlock(lines) {
+    var text = lines.join('\n').trim();
+    return text ? '<p>' + escapeHTML(text).replace(/\n/g, '<br>') + '</p>' : '';
+  }
+
+  // blocks renders lines of Markdown to HTML; depth is how many quotes
+  // and list items enclose them.
+  Renderer.prototype.blocks = function (lines, depth) {
+    depth = depth || 0;
+    if (depth >= MAX_DEPTH) return plainBlock(lines);
     var out = [];
     var i = 0;
     var m;
@@ -123,11 +141,11 @@
       if (/^ {0,3}>/.test(line)) {
         var quoted = [];
         for (; i < lines.length && /^ {0,3}>/.test(lines[i]); i++) quoted.push(lines[i].replace(/^ {0,3}> ?/, ''));
-        out.push('<blockquote>' + this.blocks(quoted) + '</blockquote>');
+        out.push('<blockquote>' + this.blocks(quoted, depth + 1) + '</blockquote>');
         continue;
       }
       if (listItem(line)) {
-        i = this.list(lines, i, out);
+        i = this.list(lines, i, out, depth);
         continue;
       }
       if (line.indexOf('|') >= 0 && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1]) && lines[i + 1].indexOf('-') >= 0) {
@@ -142,7 +160,7 @@
   };
 
   // list renders the list starting at lines[i] and returns the next index.
-  Renderer.prototype.list = function (lines, i, out) {
+  Renderer.prototype.list = function (lines, i, out, depth) {
     var first = LIST.exec(lines[i]);
     var indent = first[1].length;
     var ordered = /^\d/.test(first[2]);
@@ -184,7 +202,7 @@
       var textLines = [it.first];
       var r = 0;
       while (r < it.rest.length && !blank(it.rest[r]) && !this.startsBlock(it.rest[r])) textLines.push(it.rest[r++].trim());
-      html.push('<li>' + this.inline(textLines.join('\n')).replace(/\n/g, '<br>') + this.blocks(it.rest.slice(r)) + '</li>');
+      html.push('<li>' + this.inline(textLines.join('\n')).replace(/\n/g, '<br>') + this.blocks(it.rest.slice(r), depth + 1) + '</li>');
     }
     var tag = ordered ? 'ol' : 'ul';
     var start = ordered && items[0].start !== 1 ? ' start="' + items[0].start + '"' : '';
@@ -213,9 +231,17 @@
   // render turns Markdown source into HTML. opts.refCount is how many
   // references the answer has ([n] beyond it stays text); opts.refPrefix
   // starts the ids the markers link to (#<prefix>-<n>).
+  //
+  // Whatever the source, it returns HTML: should rendering ever fail, the
+  // text is shown as it is rather than the answer (and the ones after it)
+  // not at all.
   function render(src, opts) {
     var lines = String(src || '').replace(/\r\n?/g, '\n').split('\n');
-    return new Renderer(opts).blocks(lines);
+    try {
+      return new Renderer(opts).blocks(lines, 0);
+    } catch (e) {
+      return plainBlock(lines);
+    }
   }
 
   global.ChatpipeMarkdown = { render: render, escapeHTML: escapeHTML };

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
+	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -95,6 +97,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
+	// Every log line passes through the current configuration's redactor:
+	// a provider that echoes its key in an error cannot put it in the log.
+	a.log = a.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return secrets.Core(c, a.redactor)
+	}))
 	setup, err := a.buildSetup(cfg)
 	if err != nil {
 		return nil, err
@@ -319,6 +326,7 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		DefaultMode: cfg.DefaultMode,
 		Models:      models,
 		MaxDuration: cfg.Stream.MaxDuration,
+		Redact:      secrets.New(cfg.Secrets()...),
 	}
 	for mode, entries := range chains {
 		chain := make([]pipeline.ChainEntry, len(entries))
@@ -372,7 +380,7 @@ func (a *App) apply(cfg *config.Config) error {
 // restartOnly lists the changed keys that are read only at start.
 func restartOnly(old, cfg *config.Config) []string {
 	var keys []string
-	if old.Server != cfg.Server {
+	if !reflect.DeepEqual(old.Server, cfg.Server) {
 		keys = append(keys, "server")
 	}
 	if old.Storage != cfg.Storage {
@@ -392,6 +400,15 @@ func restartOnly(old, cfg *config.Config) []string {
 		keys = append(keys, "log.format")
 	}
 	return keys
+}
+
+// redactor is the current configuration's secret redactor (nil before
+// the first setup is built).
+func (a *App) redactor() *secrets.Redactor {
+	if s := a.setup.Load(); s != nil {
+		return s.Redact
+	}
+	return nil
 }
 
 func (a *App) modes() []string {

@@ -124,7 +124,9 @@ func TestStatelessStreamCanBeResumedAndStoppedByItsTenant(t *testing.T) {
 	s := acme.chatStateless(`{"messages":[{"role":"user","content":"count"}]}`)
 	id := s.messageID()
 	first := s.until(isType(eventbus.TypeAnswerDelta))
-	s.close()
+	// The requester stays connected: a requester that leaves stops a
+	// stateless answer (TestStatelessChatClientThatLeavesStopsTheGeneration).
+	defer s.close()
 
 	// Another tenant sees nothing.
 	if code := beta.call("GET", "/api/v1/streams/"+id, "", nil); code != http.StatusNotFound {

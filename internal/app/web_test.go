@@ -494,3 +494,58 @@ func (h *harness) streamRequests() int {
 	}
 	return n
 }
+
+// An answer of thousands of nested quotes used to exhaust the renderer's
+// stack, and that answer and every later one never rendered. Nesting is
+// now bounded (deeper levels show as text), so both answers render.
+func TestWebPageRendersDeeplyNestedQuotesAndLaterAnswers(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t)
+	deep := strings.Repeat("> ", 8000) + "bottom of the well"
+	h.provider.Enqueue(
+		providertest.Script{Chunks: providertest.Content(deep, 4)},
+		providertest.Script{Chunks: providertest.Content("A **normal** answer.", 2)},
+	)
+	b.do("open the page", chromedp.Navigate(h.url("/")), chromedp.WaitVisible(chromedp.CSS("#question")))
+	b.ask("dig")
+	st := b.waitLast("the deep answer", `s.Status === 'completed'`)
+	if !strings.Contains(st.Answer, "bottom of the well") {
+		t.Fatalf("the deeply nested answer shows %q", st.Answer[:min(len(st.Answer), 200)])
+	}
+	depth := evalJS[int](b, `(() => {
+		const a = [...document.querySelectorAll('#messages article.assistant')].pop();
+		let d = 0, el = a.querySelector('.answer blockquote');
+		while (el) { d++; el = el.querySelector(':scope > blockquote'); }
+		return d;
+	})()`)
+	if depth < 2 || depth > 64 {
+		t.Fatalf("rendered %d nested blockquotes", depth)
+	}
+	b.ask("and now?")
+	b.waitLast("the next answer rendered", `s.Status === 'completed' && s.Answer.includes('A normal answer.')`)
+	if n := evalJS[int](b, `document.querySelectorAll('#messages article.assistant .answer strong').length`); n != 1 {
+		t.Fatalf("the later answer's markup did not render: %d <strong>", n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.console {
+		if m.IsException() || strings.Contains(m.Text, "Maximum call stack") {
+			t.Errorf("console %s: %s", m.Type, m.Text)
+		}
+	}
+}
+
+// A link whose target is a code span is text and code, not a link whose
+// href is the code's HTML.
+func TestWebPageMarkdownLinkToInlineCodeIsNotALink(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t)
+	b.do("open the page", chromedp.Navigate(h.url("/")), chromedp.WaitVisible(chromedp.CSS("#question")))
+	b.waitJS("the renderer", `typeof ChatpipeMarkdown === 'object'`)
+	got := evalJS[string](b, `ChatpipeMarkdown.render("See [the flag](`+"`--verbose`"+`) and [`+"`go test`"+`](https://go.dev).")`)
+	want := `<p>See [the flag](<code>--verbose</code>) and ` +
+		`<a href="https://go.dev" target="_blank" rel="noopener noreferrer"><code>go test</code></a>.</p>`
+	if got != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,10 +17,13 @@ import (
 // Scripts, styles, templates and other invisible elements are dropped and
 // whitespace is collapsed as a browser would. A page without an <h1>
 // starts with its <title> as a heading.
-func HTMLToText(src string) string {
+//
+// The parser refuses pages nested more than 512 elements deep; that is
+// ErrTooDeep, not an empty page, so the user is told what is wrong.
+func HTMLToText(src string) (string, error) {
 	doc, err := html.Parse(strings.NewReader(src))
-	if err != nil { // html.Parse only fails on reader errors
-		return ""
+	if err != nil { // from a string reader, only the depth limit fails
+		return "", fmt.Errorf("%w: %v", ErrTooDeep, err)
 	}
 	var w htmlWriter
 	if title := findTitle(doc); title != "" && !hasElement(doc, atom.H1) {
@@ -28,7 +32,7 @@ func HTMLToText(src string) string {
 		w.blockBreak()
 	}
 	w.walk(doc)
-	return strings.TrimSpace(w.b.String())
+	return strings.TrimSpace(w.b.String()), nil
 }
 
 // skipped elements hold no readable text.

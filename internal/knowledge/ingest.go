@@ -68,7 +68,9 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 		}
 		text = normalizeText(req.Content)
 		if mediaType == MediaHTML {
-			text = HTMLToText(text)
+			if text, err = HTMLToText(text); err != nil {
+				return Document{}, err
+			}
 		}
 		if text == "" {
 			return Document{}, ErrEmpty

@@ -29,6 +29,9 @@ var (
 	// ErrBinary: the document is not text (invalid UTF-8, NUL bytes or
 	// control characters).
 	ErrBinary = errors.New("document is not text")
+	// ErrTooDeep: an HTML document nests elements deeper than the HTML
+	// parser accepts (512).
+	ErrTooDeep = errors.New("HTML is nested too deeply")
 	// ErrTooLarge: the document exceeds knowledge.max_upload_bytes.
 	ErrTooLarge = errors.New("document is too large")
 	// ErrUnsupportedType: the media type is not plain text, Markdown or HTML.

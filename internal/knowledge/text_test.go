@@ -44,7 +44,7 @@ func TestHTMLToText(t *testing.T) {
 		{"empty", `<html><body>  </body></html>`, ""},
 		{"not html at all", `plain text`, "plain text"},
 	} {
-		if got := HTMLToText(tc.html); got != tc.want {
+		if got, err := HTMLToText(tc.html); err != nil || got != tc.want {
 			t.Errorf("%s: HTMLToText =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
@@ -52,7 +52,7 @@ func TestHTMLToText(t *testing.T) {
 
 func TestHTMLToTextFeedsTheChunkerHeadings(t *testing.T) {
 	t.Parallel()
-	text := HTMLToText(`<h1>Guide</h1><p>Intro.</p><h2>Install</h2><p>Steps.</p>`)
+	text, _ := HTMLToText(`<h1>Guide</h1><p>Intro.</p><h2>Install</h2><p>Steps.</p>`)
 	chunks := (Chunker{TargetTokens: 100}).Markdown(text)
 	if got := headings(chunks); !reflect.DeepEqual(got, []string{"Guide", "Guide > Install"}) {
 		t.Errorf("headings = %q", got)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -153,21 +154,35 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 const maxMessageChars = 300
 
-// truncateMessage shortens a provider message to about 300 characters,
-// on a rune boundary, and removes what looks like a credential.
+// truncateMessage shortens a provider message to about 300 characters
+// and removes what looks like a credential. It never cuts inside a run of
+// characters a key is made of (letters, digits, -_.~+/=): a key the
+// provider echoed is then either whole, so the configured secrets'
+// redactor recognises it later, or gone — never a recognisable prefix.
 func truncateMessage(s string) string {
 	s = redact(strings.TrimSpace(s))
 	if utf8.RuneCountInString(s) <= maxMessageChars {
 		return s
 	}
-	n := 0
-	for i := range s {
+	n, cut := 0, 0
+	for i, r := range s {
 		if n == maxMessageChars {
-			return s[:i] + "…"
+			if keyRune(r) { // s[i] continues a token: drop that token
+				i = cut
+			}
+			return strings.TrimRightFunc(s[:i], unicode.IsSpace) + "…"
+		}
+		if !keyRune(r) {
+			cut = i + utf8.RuneLen(r)
 		}
 		n++
 	}
 	return s
+}
+
+// keyRune reports whether r may be part of an API key or token.
+func keyRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_.~+/=", r)
 }
 
 // redact removes secrets a provider may echo: API keys (sk-…, Bearer

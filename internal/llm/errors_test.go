@@ -124,7 +124,9 @@ func TestStatusError(t *testing.T) {
 		{"plain text", "upstream connect error\n", "upstream connect error", "", ""},
 		{"html", "<html><h1>502</h1></html>", "", "", ""},
 		{"empty", "", "", "", ""},
-		{"long", `{"error":{"message":"` + long + `"}}`, strings.Repeat("é", 300) + "…", "", ""},
+		{"long", `{"error":{"message":"` + long + `"}}`, "…", "", ""}, // one token: never cut in two
+		{"long words", `{"error":{"message":"` + strings.Repeat("ab ", 99) + `key gsk_0123456789abcdef"}}`,
+			strings.TrimSpace(strings.Repeat("ab ", 99)) + " key…", "", ""},
 		{"secret echoed", `{"error":{"message":"Incorrect API key provided: sk-proj-abcdef. See https://u:p@x.io/k?token=1."}}`,
 			"Incorrect API key provided: [redacted] See https://x.io/k.", "", ""},
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/secrets"
 )
 
 // guard sits between the plugins and a stream's bus. It keeps the stream
@@ -12,6 +13,12 @@ import (
 // the run (and exactly once), nothing follows it, and blocks a plugin left
 // open (thinking, answer, tool calls) are closed before the end — with a
 // closing </think> when the thinking block was opened with a tag.
+//
+// It is also where errors become user-visible: every error message and
+// stage detail passes through the configuration's redactor here, before
+// any subscriber (stream store, persister, logger, OpenAI-compatible
+// readers) sees it, so no configured secret reaches a user or a saved
+// message whichever plugin or provider put it in the text.
 type guard struct {
 	mu        sync.Mutex
 	bus       *eventbus.Bus
@@ -23,9 +30,13 @@ type guard struct {
 	// model, when set, places every event with this model: one guard per
 	// model answering side by side, each keeping its own blocks balanced.
 	model string
+	// redact removes the configured secrets from error texts; nil = none.
+	redact *secrets.Redactor
 }
 
-func newGuard(bus *eventbus.Bus) *guard { return &guard{bus: bus} }
+func newGuard(bus *eventbus.Bus, redact *secrets.Redactor) *guard {
+	return &guard{bus: bus, redact: redact}
+}
 
 // Emit implements eventbus.Emitter for plugins.
 func (g *guard) Emit(ev eventbus.Event) {
@@ -38,8 +49,19 @@ func (g *guard) Emit(ev eventbus.Event) {
 	g.emit(ev)
 }
 
-// emit publishes ev, placed with the guard's model; g.mu is held.
+// emit publishes ev, placed with the guard's model and with its error
+// texts redacted; g.mu is held.
 func (g *guard) emit(ev eventbus.Event) {
+	switch p := ev.Payload.(type) {
+	case eventbus.Error:
+		p.Message = g.redact.Redact(p.Message)
+		ev.Payload = p
+	case eventbus.Stage:
+		if p.Detail != "" {
+			p.Detail = g.redact.Redact(p.Detail)
+			ev.Payload = p
+		}
+	}
 	if g.model != "" {
 		var p eventbus.Placement
 		if ev.Placement != nil {

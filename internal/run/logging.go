@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // streamLogger is the bus subscriber that writes a stream's lifecycle to
@@ -58,4 +59,16 @@ func (l *streamLogger) handle(ev *eventbus.Event) {
 			zap.Int("completion_tokens", l.usage.CompletionTokens),
 			zap.Int("reasoning_tokens", l.usage.ReasoningTokens))
 	}
+}
+
+// logFailure writes why a run failed in full — the provider's own message,
+// the underlying error — which users see only in the short form of the
+// error event. The logger's core redacts configured secrets from it.
+func logFailure(log *zap.Logger, perr *pipeline.PluginError) {
+	fields := []zap.Field{zap.String("code", perr.Code), zap.String("stage", string(perr.Stage)),
+		zap.String("message", perr.Message)}
+	if perr.Err != nil {
+		fields = append(fields, zap.Error(perr.Err))
+	}
+	log.Warn("answer failed", fields...)
 }

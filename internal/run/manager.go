@@ -20,6 +20,7 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -50,6 +51,9 @@ type Setup struct {
 	DefaultMode string
 	Models      pipeline.ModelSource
 	MaxDuration time.Duration
+	// Redact removes this configuration's secrets from what users see
+	// (error events, stage details, saved errors); nil = nothing to hide.
+	Redact *secrets.Redactor
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -240,7 +244,7 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
-	return r, runCtx, newGuard(bus), p
+	return r, runCtx, newGuard(bus, setup.Redact), p
 }
 
 // execute runs the chain and finishes the stream; it owns one wg slot.
@@ -261,6 +265,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
 	if status == eventbus.StatusFailed && perr != nil {
+		logFailure(log, perr)
 		g.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
 	g.closeOpen()

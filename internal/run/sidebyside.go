@@ -90,7 +90,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 	parts := make([]*part, len(req.Models))
 	answers := make([]eventbus.ModelAnswer, len(req.Models))
 	for i, name := range req.Models {
-		pt := &part{model: name, messageID: ids[i], guard: newGuard(g.bus), persister: p}
+		pt := &part{model: name, messageID: ids[i], guard: newGuard(g.bus, g.redact), persister: p}
 		pt.guard.model = name
 		if i == 0 {
 			p.model = name
@@ -172,6 +172,7 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 	perr := m.runChain(ctx, chain, pt.cm, log)
 	status, reason := outcome(ctx, perr)
 	if status == eventbus.StatusFailed && perr != nil {
+		logFailure(log, perr)
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
 	pt.guard.closeOpen()
