@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,11 +247,7 @@ func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
 	provider := providertest.New(t)
 	b := startHarness(t, provider, clusterConfig(t, provider, dsn, addr, prefix), "")
 
-	bin := filepath.Join(t.TempDir(), "chatpipe")
-	build := exec.Command("go", "build", "-o", bin, "github.com/chatpipe/chatpipe")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := chatpipeBinary(t)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	aAddr := ln.Addr().String()
 	_ = ln.Close()

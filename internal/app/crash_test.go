@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chatpipe/chatpipe/internal/providertest"
+)
+
+// outsideRead reads the database file from another process, as an
+// operator's check or a backup tool would, and returns what it printed.
+func outsideRead(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// The way answers were lost: while a server runs on its SQLite file, an
+// outside process (the sqlite3 shell, Python's sqlite3) reads the file
+// and exits; the server keeps answering (every answer acknowledged and
+// visible), then dies by SIGKILL. After a restart every acknowledged
+// answer must still be there.
+func TestOutsideSQLiteReadersWhileServingLoseNoAnswerAcrossACrash(t *testing.T) {
+	provider := providertest.New(t)
+	provider.SetDefault(providertest.Script{Chunks: providertest.Answer("an acknowledged answer", 3)})
+	dbPath := filepath.Join(t.TempDir(), "data", "chatpipe.db")
+	start := func() *harness {
+		addr := freeAddr(t)
+		return startProcess(t, processEnv(provider, addr, "CHATPIPE_STORAGE_SQLITE_PATH="+dbPath), addr).harness(provider)
+	}
+	h := start()
+	session := h.createSession()
+	asked := 0
+	ask := func(n int) {
+		for range n {
+			asked++
+			var msg struct{ Status, Content string }
+			body := fmt.Sprintf(`{"content":"question %d","stream":false}`, asked)
+			if code := h.call("POST", "/api/v1/sessions/"+session+"/messages", body, &msg); code != http.StatusOK || msg.Status != "completed" {
+				t.Fatalf("answer %d: %d %+v", asked, code, msg)
+			}
+		}
+	}
+	ask(3)
+	if got := outsideRead(t, "sqlite3", dbPath, "pragma integrity_check"); got != "ok" {
+		t.Fatalf("integrity_check = %q", got)
+	}
+	ask(3)
+	py := `import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute("select count(*) from messages").fetchone()[0]); c.close()`
+	if got := outsideRead(t, "python3", "-c", py, dbPath); got != "12" {
+		t.Errorf("python3 counts %s messages, want 12", got)
+	}
+	ask(3)
+	if got := len(h.messages(session)); got != 2*asked {
+		t.Fatalf("%d messages visible before the crash, want %d", got, 2*asked)
+	}
+	h.kill()
+
+	h = start()
+	msgs := h.messages(session)
+	if len(msgs) != 2*asked {
+		t.Fatalf("after SIGKILL and restart: %d messages, want %d: acknowledged answers were lost", len(msgs), 2*asked)
+	}
+	for _, m := range msgs {
+		if m.Role == "assistant" && (m.Status != "completed" || m.Content != "an acknowledged answer") {
+			t.Errorf("after restart: %+v", m)
+		}
+	}
+	if got := outsideRead(t, "sqlite3", dbPath, "pragma integrity_check"); got != "ok" {
+		t.Errorf("integrity_check after restart = %q", got)
+	}
+}
