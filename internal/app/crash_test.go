@@ -77,3 +77,54 @@ func TestOutsideSQLiteReadersWhileServingLoseNoAnswerAcrossACrash(t *testing.T) 
 		t.Errorf("integrity_check after restart = %q", got)
 	}
 }
+
+// `chatpipe backup` run as its own process next to a running server
+// copies every answer saved so far; a server started on the copy serves
+// them, and the running server loses nothing.
+func TestBackupCommandWhileServingCopiesEveryAnswer(t *testing.T) {
+	provider := providertest.New(t)
+	provider.SetDefault(providertest.Script{Chunks: providertest.Answer("an answer to keep", 3)})
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "chatpipe.db")
+	addr := freeAddr(t)
+	h := startProcess(t, processEnv(provider, addr, "CHATPIPE_STORAGE_SQLITE_PATH="+dbPath), addr).harness(provider)
+	session := h.createSession()
+	for i := range 4 {
+		var msg struct{ Status string }
+		body := fmt.Sprintf(`{"content":"question %d","stream":false}`, i)
+		if code := h.call("POST", "/api/v1/sessions/"+session+"/messages", body, &msg); code != http.StatusOK || msg.Status != "completed" {
+			t.Fatalf("answer %d: %d %+v", i, code, msg)
+		}
+	}
+	dest := filepath.Join(dir, "backups", "chatpipe-copy.db")
+	backup := exec.Command(chatpipeBinary(t), "backup", dest)
+	backup.Dir = dir // no config.yaml: defaults plus the environment
+	backup.Env = processEnv(provider, addr, "CHATPIPE_STORAGE_SQLITE_PATH="+dbPath)
+	if out, err := backup.CombinedOutput(); err != nil || !strings.Contains(string(out), "backed up") {
+		t.Fatalf("chatpipe backup: %v\n%s", err, out)
+	}
+	if got := outsideRead(t, "sqlite3", dest, "pragma integrity_check"); got != "ok" {
+		t.Fatalf("backup integrity_check = %q", got)
+	}
+	// The running server goes on and keeps what it had.
+	var msg struct{ Status string }
+	if code := h.call("POST", "/api/v1/sessions/"+session+"/messages", `{"content":"after","stream":false}`, &msg); code != http.StatusOK {
+		t.Fatalf("answer after the backup: %d", code)
+	}
+	if got := len(h.messages(session)); got != 10 {
+		t.Fatalf("running server: %d messages, want 10", got)
+	}
+	h.kill()
+
+	addr = freeAddr(t)
+	restored := startProcess(t, processEnv(provider, addr, "CHATPIPE_STORAGE_SQLITE_PATH="+dest), addr).harness(provider)
+	msgs := restored.messages(session)
+	if len(msgs) != 8 {
+		t.Fatalf("server on the backup: %d messages, want the 8 saved before it", len(msgs))
+	}
+	for _, m := range msgs {
+		if m.Role == "assistant" && (m.Status != "completed" || m.Content != "an answer to keep") {
+			t.Errorf("restored: %+v", m)
+		}
+	}
+}
