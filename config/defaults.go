@@ -84,6 +84,9 @@ func builtinDefaults() map[string]any {
 			"max_bytes":    8 << 20,
 			"retention":    "10m",
 			"max_duration": "10m",
+			"memory_max_bytes":      0,
+			"partial_save_deltas":   32,
+			"partial_save_interval": "1s",
 		},
 		"stream_store": "memory",
 		"storage": map[string]any{
