@@ -261,9 +261,10 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 // everyone's, plus the cluster coordinator for stop and liveness.
 func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
 	a.localStreams = stream.NewMemory(stream.MemoryOptions{
-		MaxEvents: cfg.Stream.MaxEvents,
-		MaxBytes:  cfg.Stream.MaxBytes,
-		Retention: cfg.Stream.Retention,
+		MaxEvents:     cfg.Stream.MaxEvents,
+		MaxBytes:      cfg.Stream.MaxBytes,
+		MaxTotalBytes: cfg.Stream.MemoryMaxBytes,
+		Retention:     cfg.Stream.Retention,
 	})
 	if cfg.StreamStore != "redis" {
 		a.streams = a.localStreams
@@ -310,6 +311,10 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		DefaultMode: cfg.DefaultMode,
 		Models:      models,
 		MaxDuration: cfg.Stream.MaxDuration,
+		PartialSaves: run.PartialSaves{
+			EveryDeltas: cfg.Stream.PartialSaveDeltas,
+			Interval:    cfg.Stream.PartialSaveInterval,
+		},
 	}
 	for mode, entries := range chains {
 		chain := make([]pipeline.ChainEntry, len(entries))
@@ -376,8 +381,8 @@ func restartOnly(old, cfg *config.Config) []string {
 		keys = append(keys, "stream_store")
 	}
 	if old.Stream.MaxEvents != cfg.Stream.MaxEvents || old.Stream.MaxBytes != cfg.Stream.MaxBytes ||
-		old.Stream.Retention != cfg.Stream.Retention {
-		keys = append(keys, "stream.max_events/max_bytes/retention")
+		old.Stream.Retention != cfg.Stream.Retention || old.Stream.MemoryMaxBytes != cfg.Stream.MemoryMaxBytes {
+		keys = append(keys, "stream.max_events/max_bytes/retention/memory_max_bytes")
 	}
 	if old.Log.Format != cfg.Log.Format {
 		keys = append(keys, "log.format")

@@ -50,6 +50,8 @@ type Setup struct {
 	DefaultMode string
 	Models      pipeline.ModelSource
 	MaxDuration time.Duration
+	// PartialSaves writes answers to the history store while they stream.
+	PartialSaves PartialSaves
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -94,8 +96,9 @@ type Run struct {
 	Info
 	cancel    context.CancelCauseFunc
 	done      chan struct{}
-	persist   bool       // save the answer to the history store at the end (false: stateless)
-	approvals *approvals // tool calls waiting for the user's decision
+	persist   bool         // save the answer to the history store at the end (false: stateless)
+	partial   PartialSaves // and while it streams, when persist
+	approvals *approvals   // tool calls waiting for the user's decision
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -221,7 +224,7 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
 	})
 	bus.Subscribe(rec.Handle) // first: it assigns the seq the others see
-	p := &persister{}
+	p := newPersister("", setup.PartialSaves.EveryDeltas)
 	bus.Subscribe(p.handle, persistedTypes...)
 	sl := &streamLogger{log: log, start: time.Now()}
 	bus.Subscribe(sl.handle, loggedTypes...)
@@ -237,6 +240,9 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
 	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
+	if persist {
+		r.partial = setup.PartialSaves
+	}
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
@@ -257,6 +263,8 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	if lease := m.acquireLease(r, log); lease != nil {
 		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)
 	}
+	stopPartial := m.startPartialSaves(r.StreamID, p, r.partial, log)
+	defer stopPartial()
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
@@ -267,6 +275,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
+	stopPartial() // no partial write after this point; the store's guard would refuse it anyway
 	if r.persist {
 		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
 	}
