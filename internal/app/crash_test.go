@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -126,5 +129,121 @@ func TestBackupCommandWhileServingCopiesEveryAnswer(t *testing.T) {
 		if m.Role == "assistant" && (m.Status != "completed" || m.Content != "an answer to keep") {
 			t.Errorf("restored: %+v", m)
 		}
+	}
+}
+
+// A single server killed with SIGKILL mid-answer: after the restart the
+// answer is failed, and it holds the text the client had already seen
+// (what the periodic partial saves wrote), not an empty message.
+func TestKilledServerKeepsThePartialAnswerTheClientSaw(t *testing.T) {
+	provider := providertest.New(t)
+	gate := providertest.NewGate()
+	defer gate.Release()
+	words := make([]string, 320)
+	chunks := make([]providertest.Chunk, len(words))
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d ", i)
+		chunks[i] = providertest.Chunk{Content: words[i]}
+	}
+	provider.Enqueue(providertest.Script{Chunks: chunks, Hold: gate, HoldAfter: 280})
+	dbPath := filepath.Join(t.TempDir(), "chatpipe.db")
+	start := func() *harness {
+		addr := freeAddr(t)
+		return startProcess(t, processEnv(provider, addr, "CHATPIPE_STORAGE_SQLITE_PATH="+dbPath,
+			"CHATPIPE_STREAM_PARTIAL_SAVE_INTERVAL=200ms"), addr).harness(provider)
+	}
+	h := start()
+	session := h.createSession()
+	s := h.ask(session, "a long answer, please")
+	id := s.messageID()
+	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	deltas := 0
+	for seen.String() != strings.Join(words[:280], "") {
+		ev, ok := s.next()
+		if !ok {
+			t.Fatalf("stream ended after %d deltas", deltas)
+		}
+		if ev.Type == eventbus.TypeAnswerDelta {
+			seen.WriteString(ev.Text)
+			deltas++
+		}
+	}
+	// The provider is stalled; within the save interval the server has
+	// written everything streamed so far (visible through the API).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := h.message(session, id)
+		if m.Status != "streaming" {
+			t.Fatalf("before the crash: %+v", m)
+		}
+		if m.Content == seen.String() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d deltas the saved partial answer is %d bytes, the client saw %d", deltas, len(m.Content), seen.Len())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.kill()
+
+	h = start()
+	m := h.message(session, id)
+	if m.Status != "failed" || m.Content != seen.String() {
+		t.Fatalf("after SIGKILL and restart: status %q, %d bytes of content; want failed with the %d bytes (%d deltas) the client saw",
+			m.Status, len(m.Content), seen.Len(), deltas)
+	}
+}
+
+// With only the delta count configured, the partial answer is saved every
+// N deltas: a stalled answer shows the text up to the last multiple of N,
+// and the final save then replaces it with the whole answer.
+func TestPartialSavesEveryNDeltas(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.Stream.PartialSaveDeltas = 10
+		c.Stream.PartialSaveInterval = 0
+	})
+	gate := providertest.NewGate()
+	defer gate.Release()
+	var chunks []providertest.Chunk
+	var text strings.Builder
+	for i := range 30 {
+		w := fmt.Sprintf("w%d ", i)
+		chunks = append(chunks, providertest.Chunk{Content: w})
+		text.WriteString(w)
+	}
+	h.provider.Enqueue(providertest.Script{Chunks: chunks, Hold: gate, HoldAfter: 25})
+	session := h.createSession()
+	s := h.ask(session, "q")
+	id := s.messageID()
+	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	streamed := strings.Join(strings.SplitAfter(text.String(), " ")[:25], "")
+	s.until(func(e event) bool { return e.Type == eventbus.TypeAnswerDelta && e.Text == "w24 " })
+	// No timer: the saves come from the count (at the 10th and 20th delta;
+	// each writes whatever has arrived when it runs), so at least the
+	// first 20 words are saved while the provider stalls.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		saved := h.message(session, id).Content
+		if !strings.HasPrefix(streamed, saved) {
+			t.Fatalf("saved while streaming: %q; want a prefix of what was streamed", saved)
+		}
+		if strings.Contains(saved, "w19 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("saved while streaming: %q; want at least the first 20 deltas", saved)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	gate.Release()
+	s.all()
+	h.waitDone(id)
+	if m := h.message(session, id); m.Status != "completed" || m.Content != text.String() {
+		t.Fatalf("final: %+v", m)
 	}
 }
