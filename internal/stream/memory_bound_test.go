@@ -9,7 +9,9 @@ import (
 )
 
 // big is a record of n data bytes.
-func big(seq int64, n int) Record { return Record{Seq: seq, Type: "answer.delta", Data: make([]byte, n)} }
+func big(seq int64, n int) Record {
+	return Record{Seq: seq, Type: "answer.delta", Data: make([]byte, n)}
+}
 
 func appendAll(t *testing.T, m *Memory, id string, from, to int64, size int) {
 	t.Helper()
