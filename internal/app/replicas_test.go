@@ -314,3 +314,32 @@ func waitReady(t *testing.T, client *http.Client, base string) {
 	}
 	t.Fatal("replica A never became ready")
 }
+
+// Deleting a session on the replica that does not generate its running
+// answer stops that answer on the generating one: the provider call is
+// aborted and the stream ends stopped, as it does on the same replica.
+func TestDeletingASessionOnAnotherReplicaStopsItsRunningAnswer(t *testing.T) {
+	c := newCluster(t)
+	gate := providertest.NewGate()
+	defer gate.Release()
+	c.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("one two three four five six", 6), Hold: gate, HoldAfter: 3})
+	session := c.a.createSession()
+	onA := c.a.ask(session, "q")
+	id := onA.messageID()
+	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.b.call("DELETE", "/api/v1/sessions/"+session, "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete on B: %d", code)
+	}
+	if err := c.provider.WaitAbort(ctxTimeout(t)); err != nil {
+		t.Fatalf("the provider call on A was not aborted: %v", err)
+	}
+	if fin := finished(t, onA.all()); fin.Status != eventbus.StatusStopped || fin.Reason != "user" {
+		t.Fatalf("reader on A: %+v", fin)
+	}
+	c.a.waitDone(id)
+	if code := c.a.call("GET", "/api/v1/sessions/"+session+"/messages", "", nil); code != http.StatusNotFound {
+		t.Fatalf("the deleted session's messages on A: %d", code)
+	}
+}

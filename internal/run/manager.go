@@ -413,13 +413,39 @@ func (m *Manager) Stop(streamID string) bool {
 	return ok
 }
 
-// StopSession cancels every live run of a session (it is being deleted).
-func (m *Manager) StopSession(sessionID string) {
+// StopSession cancels every live run of a session (it is being deleted),
+// wherever it runs: those of this replica at once, and with a cluster,
+// every answer of the session still streaming in the history store is
+// sent through the cluster's stop path to the replica generating it.
+// Failures are logged: the session is deleted anyway, and an answer that
+// could not be stopped ends by itself with nowhere to be saved.
+func (m *Manager) StopSession(ctx context.Context, sessionID string) {
+	here := map[string]bool{}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.active {
+	for id, r := range m.active {
 		if r.SessionID == sessionID {
 			r.cancel(ErrStopped)
+			here[id] = true
+		}
+	}
+	m.mu.Unlock()
+	if m.opts.Cluster == nil {
+		return
+	}
+	msgs, err := m.opts.History.ListMessages(ctx, sessionID)
+	if err != nil {
+		m.log.Warn("stopping a deleted session's answers on other replicas failed", zap.String("session_id", sessionID), zap.Error(err))
+		return
+	}
+	for _, msg := range msgs {
+		// Side-by-side answers share the first one's stream; asking to stop
+		// the others finds no generation and costs one lookup.
+		if msg.Role != history.RoleAssistant || msg.Status != history.StatusStreaming || here[msg.ID] {
+			continue
+		}
+		if _, err := m.opts.Cluster.RequestStop(ctx, msg.ID); err != nil {
+			m.log.Warn("stopping a deleted session's answer on another replica failed",
+				zap.String("session_id", sessionID), zap.String("stream_id", msg.ID), zap.Error(err))
 		}
 	}
 }
