@@ -70,6 +70,14 @@ type Stream struct {
 	MaxBytes    int64         `mapstructure:"max_bytes"`    // bytes retained per stream for replay
 	Retention   time.Duration `mapstructure:"retention"`    // how long a finished stream stays replayable
 	MaxDuration time.Duration `mapstructure:"max_duration"` // a generation running longer is stopped as failed
+	// MemoryMaxBytes bounds the in-memory stream store, all streams
+	// together; 0 = sized to the machine (see stream.MemoryOptions).
+	MemoryMaxBytes int64 `mapstructure:"memory_max_bytes"`
+	// PartialSaveDeltas and PartialSaveInterval: while an answer streams,
+	// the text so far is saved after this many deltas or this long,
+	// whichever comes first (0 and 0 = only the final save).
+	PartialSaveDeltas   int           `mapstructure:"partial_save_deltas"`
+	PartialSaveInterval time.Duration `mapstructure:"partial_save_interval"`
 }
 
 // Storage selects the history and knowledge stores.

@@ -29,6 +29,10 @@ var (
 // minHeartbeat keeps heartbeats from flooding clients and proxies.
 const minHeartbeat = time.Second
 
+// minPartialSaveInterval keeps partial saves from turning every stream
+// into a steady stream of database writes.
+const minPartialSaveInterval = 100 * time.Millisecond
+
 // Validate checks the snapshot and returns every problem found, one
 // KeyError per key, joined. Model entries are checked by the model
 // registry and plugin settings by each plugin; Validate only checks that
@@ -73,6 +77,19 @@ func (c *Config) Validate() error {
 		if n.val <= 0 {
 			add(n.key, "must be greater than 0, got %d", n.val)
 		}
+	}
+
+	if c.Stream.MemoryMaxBytes < 0 {
+		add("stream.memory_max_bytes", "must be 0 (sized to the machine) or a number of bytes, got %d", c.Stream.MemoryMaxBytes)
+	} else if c.Stream.MemoryMaxBytes > 0 && c.Stream.MemoryMaxBytes < c.Stream.MaxBytes {
+		add("stream.memory_max_bytes", "must be at least stream.max_bytes (%d) so one stream fits, got %d",
+			c.Stream.MaxBytes, c.Stream.MemoryMaxBytes)
+	}
+	if c.Stream.PartialSaveDeltas < 0 {
+		add("stream.partial_save_deltas", "must be 0 (off) or a number of deltas, got %d", c.Stream.PartialSaveDeltas)
+	}
+	if c.Stream.PartialSaveInterval != 0 && c.Stream.PartialSaveInterval < minPartialSaveInterval {
+		add("stream.partial_save_interval", "must be 0 (off) or at least %v, got %v", minPartialSaveInterval, c.Stream.PartialSaveInterval)
 	}
 
 	oneOf := func(key, val string, accepted []string) {

@@ -164,7 +164,7 @@ func (h *Handler) deleteSession(c *gin.Context) {
 	}
 	// Answers still being generated for this session would have nowhere
 	// to be saved: stop them so the provider stops billing.
-	h.deps.Runs.StopSession(s.ID)
+	h.deps.Runs.StopSession(c.Request.Context(), s.ID)
 	err := h.deps.History.DeleteSession(c.Request.Context(), s.ID)
 	if err != nil && !errors.Is(err, history.ErrNotFound) {
 		h.internal(c, "delete session", err)

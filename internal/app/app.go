@@ -277,9 +277,10 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 // everyone's, plus the cluster coordinator for stop and liveness.
 func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
 	a.localStreams = stream.NewMemory(stream.MemoryOptions{
-		MaxEvents: cfg.Stream.MaxEvents,
-		MaxBytes:  cfg.Stream.MaxBytes,
-		Retention: cfg.Stream.Retention,
+		MaxEvents:     cfg.Stream.MaxEvents,
+		MaxBytes:      cfg.Stream.MaxBytes,
+		MaxTotalBytes: cfg.Stream.MemoryMaxBytes,
+		Retention:     cfg.Stream.Retention,
 	})
 	if cfg.StreamStore != "redis" {
 		a.streams = a.localStreams
@@ -327,6 +328,10 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		Models:      models,
 		MaxDuration: cfg.Stream.MaxDuration,
 		Redact:      secrets.New(cfg.Secrets()...),
+		PartialSaves: run.PartialSaves{
+			EveryDeltas: cfg.Stream.PartialSaveDeltas,
+			Interval:    cfg.Stream.PartialSaveInterval,
+		},
 	}
 	for mode, entries := range chains {
 		chain := make([]pipeline.ChainEntry, len(entries))
@@ -393,8 +398,8 @@ func restartOnly(old, cfg *config.Config) []string {
 		keys = append(keys, "stream_store")
 	}
 	if old.Stream.MaxEvents != cfg.Stream.MaxEvents || old.Stream.MaxBytes != cfg.Stream.MaxBytes ||
-		old.Stream.Retention != cfg.Stream.Retention {
-		keys = append(keys, "stream.max_events/max_bytes/retention")
+		old.Stream.Retention != cfg.Stream.Retention || old.Stream.MemoryMaxBytes != cfg.Stream.MemoryMaxBytes {
+		keys = append(keys, "stream.max_events/max_bytes/retention/memory_max_bytes")
 	}
 	if old.Log.Format != cfg.Log.Format {
 		keys = append(keys, "log.format")

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -26,8 +25,6 @@ import (
 	"github.com/chatpipe/chatpipe/internal/sseclient"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 // harness is a whole chatpipe server on a real listener, backed by a
 // SQLite file and the fake OpenAI-compatible provider.
 type harness struct {
@@ -38,6 +35,18 @@ type harness struct {
 	client   *http.Client
 	logs     *observer.ObservedLogs // every log line of the server, for tests that wait on one
 	token    string                 // sent as "Authorization: Bearer" when set
+	base     string                 // the server's URL when it is another process (srv is nil)
+	proc     *process               // that process
+}
+
+// kill ends the server process with SIGKILL.
+func (h *harness) kill() { h.proc.kill() }
+
+// newClient is an HTTP client whose idle connections close at test end.
+func newClient(t *testing.T) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }
 
 // as returns a view of the harness that calls the API with key.
@@ -107,7 +116,12 @@ func startHarnessWith(t *testing.T, provider *providertest.Server, cfg *config.C
 	return &harness{t: t, app: a, srv: srv, provider: provider, client: &http.Client{Transport: clientTransport}, logs: logs}
 }
 
-func (h *harness) url(path string) string { return h.srv.URL + path }
+func (h *harness) url(path string) string {
+	if h.base != "" {
+		return h.base + path
+	}
+	return h.srv.URL + path
+}
 
 // do sends a request and returns the response; the caller closes the body.
 func (h *harness) do(ctx context.Context, method, path, body string, header ...string) *http.Response {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,11 +247,7 @@ func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
 	provider := providertest.New(t)
 	b := startHarness(t, provider, clusterConfig(t, provider, dsn, addr, prefix), "")
 
-	bin := filepath.Join(t.TempDir(), "chatpipe")
-	build := exec.Command("go", "build", "-o", bin, "github.com/chatpipe/chatpipe")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := chatpipeBinary(t)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	aAddr := ln.Addr().String()
 	_ = ln.Close()
@@ -318,4 +313,33 @@ func waitReady(t *testing.T, client *http.Client, base string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("replica A never became ready")
+}
+
+// Deleting a session on the replica that does not generate its running
+// answer stops that answer on the generating one: the provider call is
+// aborted and the stream ends stopped, as it does on the same replica.
+func TestDeletingASessionOnAnotherReplicaStopsItsRunningAnswer(t *testing.T) {
+	c := newCluster(t)
+	gate := providertest.NewGate()
+	defer gate.Release()
+	c.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("one two three four five six", 6), Hold: gate, HoldAfter: 3})
+	session := c.a.createSession()
+	onA := c.a.ask(session, "q")
+	id := onA.messageID()
+	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.b.call("DELETE", "/api/v1/sessions/"+session, "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete on B: %d", code)
+	}
+	if err := c.provider.WaitAbort(ctxTimeout(t)); err != nil {
+		t.Fatalf("the provider call on A was not aborted: %v", err)
+	}
+	if fin := finished(t, onA.all()); fin.Status != eventbus.StatusStopped || fin.Reason != "user" {
+		t.Fatalf("reader on A: %+v", fin)
+	}
+	c.a.waitDone(id)
+	if code := c.a.call("GET", "/api/v1/sessions/"+session+"/messages", "", nil); code != http.StatusNotFound {
+		t.Fatalf("the deleted session's messages on A: %d", code)
+	}
 }

@@ -176,3 +176,43 @@ func TestHeartbeatCommentsKeepAnIdleStreamAlive(t *testing.T) {
 		t.Fatal("stream did not complete after the heartbeat")
 	}
 }
+
+// The in-memory store's global budget, through the API: answers beyond
+// it push the oldest finished streams out (a resume of one is told to
+// resync, and its saved message is whole), the newest replay in full.
+func TestStreamStoreGlobalBudgetEvictsOldestFinishedStreams(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.Stream.MaxBytes = 256 << 10
+		c.Stream.MemoryMaxBytes = 256 << 10
+	})
+	chunk := strings.Repeat("x", 4000)
+	var chunks []providertest.Chunk
+	for range 25 { // about 100 KB of events an answer
+		chunks = append(chunks, providertest.Chunk{Content: chunk})
+	}
+	h.provider.SetDefault(providertest.Script{Chunks: chunks})
+	session := h.createSession()
+	var ids []string
+	for range 6 {
+		s := h.ask(session, "q")
+		s.all()
+		h.waitDone(s.messageID())
+		ids = append(ids, s.messageID())
+	}
+	r := h.open("GET", "/api/v1/streams/"+ids[0]+"?after=1", "")
+	frames, err := sseclient.ReadAll(r.resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frames) != 1 || frames[0].Event != "resync_required" {
+		t.Fatalf("resume of the oldest answer: %d frames, first %+v; want resync_required", len(frames), frames[0])
+	}
+	if m := h.message(session, ids[0]); m.Status != "completed" || len(m.Content) != 25*len(chunk) {
+		t.Fatalf("the evicted answer's saved message: %s, %d bytes", m.Status, len(m.Content))
+	}
+	evs := h.open("GET", "/api/v1/streams/"+ids[5]+"?after=0", "").all()
+	if fin := finished(t, evs); fin.Status != eventbus.StatusCompleted || len(text(evs, eventbus.TypeAnswerDelta)) != 25*len(chunk) {
+		t.Fatalf("the newest answer does not replay whole: %+v", fin)
+	}
+	checkSeqs(t, evs, 1)
+}

@@ -111,6 +111,13 @@ type Store interface {
 	// message exactly one succeeds. f.Status must be completed, stopped or
 	// failed.
 	FinishMessage(ctx context.Context, id string, f Final) error
+	// SavePartial writes the answer and thinking streamed so far into a
+	// reserved assistant message if, and only if, it is still streaming,
+	// so that a crash loses at most what arrived since the last call:
+	// FailAbandoned keeps the saved text. A message already finished is
+	// never changed (ErrAlreadyFinished): a late partial save cannot undo a
+	// final one. ErrNotFound for an unknown message.
+	SavePartial(ctx context.Context, id, content, thinking string) error
 	GetMessage(ctx context.Context, id string) (Message, error)
 	// ListMessages returns a session's messages in the order they were
 	// created (insertion order, even when times tie). It fails with

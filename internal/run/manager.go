@@ -54,6 +54,8 @@ type Setup struct {
 	// Redact removes this configuration's secrets from what users see
 	// (error events, stage details, saved errors); nil = nothing to hide.
 	Redact *secrets.Redactor
+	// PartialSaves writes answers to the history store while they stream.
+	PartialSaves PartialSaves
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -98,8 +100,9 @@ type Run struct {
 	Info
 	cancel    context.CancelCauseFunc
 	done      chan struct{}
-	persist   bool       // save the answer to the history store at the end (false: stateless)
-	approvals *approvals // tool calls waiting for the user's decision
+	persist   bool         // save the answer to the history store at the end (false: stateless)
+	partial   PartialSaves // and while it streams, when persist
+	approvals *approvals   // tool calls waiting for the user's decision
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -225,7 +228,7 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
 	})
 	bus.Subscribe(rec.Handle) // first: it assigns the seq the others see
-	p := &persister{}
+	p := newPersister("", setup.PartialSaves.EveryDeltas)
 	bus.Subscribe(p.handle, persistedTypes...)
 	sl := &streamLogger{log: log, start: time.Now()}
 	bus.Subscribe(sl.handle, loggedTypes...)
@@ -241,6 +244,9 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
 	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
+	if persist {
+		r.partial = setup.PartialSaves
+	}
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
@@ -261,6 +267,8 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	if lease := m.acquireLease(r, log); lease != nil {
 		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)
 	}
+	stopPartial := m.startPartialSaves(r.StreamID, p, r.partial, log)
+	defer stopPartial()
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
@@ -272,6 +280,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
+	stopPartial() // no partial write after this point; the store's guard would refuse it anyway
 	if r.persist {
 		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
 	}
@@ -409,13 +418,39 @@ func (m *Manager) Stop(streamID string) bool {
 	return ok
 }
 
-// StopSession cancels every live run of a session (it is being deleted).
-func (m *Manager) StopSession(sessionID string) {
+// StopSession cancels every live run of a session (it is being deleted),
+// wherever it runs: those of this replica at once, and with a cluster,
+// every answer of the session still streaming in the history store is
+// sent through the cluster's stop path to the replica generating it.
+// Failures are logged: the session is deleted anyway, and an answer that
+// could not be stopped ends by itself with nowhere to be saved.
+func (m *Manager) StopSession(ctx context.Context, sessionID string) {
+	here := map[string]bool{}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.active {
+	for id, r := range m.active {
 		if r.SessionID == sessionID {
 			r.cancel(ErrStopped)
+			here[id] = true
+		}
+	}
+	m.mu.Unlock()
+	if m.opts.Cluster == nil {
+		return
+	}
+	msgs, err := m.opts.History.ListMessages(ctx, sessionID)
+	if err != nil {
+		m.log.Warn("stopping a deleted session's answers on other replicas failed", zap.String("session_id", sessionID), zap.Error(err))
+		return
+	}
+	for _, msg := range msgs {
+		// Side-by-side answers share the first one's stream; asking to stop
+		// the others finds no generation and costs one lookup.
+		if msg.Role != history.RoleAssistant || msg.Status != history.StatusStreaming || here[msg.ID] {
+			continue
+		}
+		if _, err := m.opts.Cluster.RequestStop(ctx, msg.ID); err != nil {
+			m.log.Warn("stopping a deleted session's answer on another replica failed",
+				zap.String("session_id", sessionID), zap.String("stream_id", msg.ID), zap.Error(err))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
@@ -10,10 +11,16 @@ import (
 // persister is the bus subscriber that gathers what the assistant message
 // will be saved as: the concatenated answer and thinking deltas (so the
 // saved text is exactly what readers received), the last references, the
-// usage and the first error. The run saves it once, at the end.
+// usage and the first error. The run saves it once, at the end; meanwhile
+// the partial saver may read the text (see startPartialSaves).
 type persister struct {
-	answer     strings.Builder
-	thinking   strings.Builder
+	mu       sync.Mutex // guards answer, thinking and unsaved against the partial saver
+	answer   strings.Builder
+	thinking strings.Builder
+	unsaved  int           // deltas since the last snapshot
+	every    int           // nudge the partial saver after this many deltas; 0 = never
+	due      chan struct{} // the nudge (one pending at most)
+
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
@@ -34,9 +41,9 @@ func (p *persister) handle(ev *eventbus.Event) {
 	}
 	switch ev.Type {
 	case eventbus.TypeAnswerDelta:
-		p.answer.WriteString(ev.Text)
+		p.addText(&p.answer, ev.Text)
 	case eventbus.TypeThinkingDelta:
-		p.thinking.WriteString(ev.Text)
+		p.addText(&p.thinking, ev.Text)
 	case eventbus.TypeReferences:
 		if r, ok := ev.Payload.(eventbus.References); ok {
 			p.references = r.Items
@@ -52,8 +59,43 @@ func (p *persister) handle(ev *eventbus.Event) {
 	}
 }
 
+// newPersister returns a persister that nudges a partial saver every
+// `every` deltas (0 = only on its timer).
+func newPersister(model string, every int) *persister {
+	return &persister{model: model, every: every, due: make(chan struct{}, 1)}
+}
+
+func (p *persister) addText(b *strings.Builder, text string) {
+	p.mu.Lock()
+	b.WriteString(text)
+	p.unsaved++
+	nudge := p.every > 0 && p.unsaved >= p.every
+	p.mu.Unlock()
+	if nudge {
+		select {
+		case p.due <- struct{}{}:
+		default: // a nudge is pending already
+		}
+	}
+}
+
+// snapshot returns the text so far, and whether anything arrived since the
+// last snapshot. The strings share the builders' memory: a builder only
+// appends, so the bytes they cover never change.
+func (p *persister) snapshot() (answer, thinking string, changed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unsaved == 0 {
+		return "", "", false
+	}
+	p.unsaved = 0
+	return p.answer.String(), p.thinking.String(), true
+}
+
 // final is the message to save with the given status.
 func (p *persister) final(status string) history.Final {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	f := history.Final{
 		Status:     status,
 		Content:    p.answer.String(),

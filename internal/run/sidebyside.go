@@ -95,7 +95,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		if i == 0 {
 			p.model = name
 		} else {
-			pt.persister = &persister{model: name}
+			pt.persister = newPersister(name, setup.PartialSaves.EveryDeltas)
 			g.bus.Subscribe(pt.persister.handle, persistedTypes...)
 		}
 		pt.cm = &pipeline.ChatManage{
@@ -144,7 +144,7 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	reasons := make([]string, len(parts))
 	var wg sync.WaitGroup
 	for i, pt := range parts {
-		wg.Go(func() { statuses[i], reasons[i] = m.runPart(ctx, chain, pt, log) })
+		wg.Go(func() { statuses[i], reasons[i] = m.runPart(ctx, chain, pt, r.partial, log) })
 	}
 	wg.Wait()
 
@@ -167,8 +167,10 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 
 // runPart runs one model's chain, closes its blocks and saves its answer
 // as its own message, exactly once.
-func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt *part, log *zap.Logger) (string, string) {
+func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt *part, ps PartialSaves, log *zap.Logger) (string, string) {
 	log = log.With(zap.String("model", pt.model), zap.String("message_id", pt.messageID))
+	stopPartial := m.startPartialSaves(pt.messageID, pt.persister, ps, log)
+	defer stopPartial()
 	perr := m.runChain(ctx, chain, pt.cm, log)
 	status, reason := outcome(ctx, perr)
 	if status == eventbus.StatusFailed && perr != nil {
@@ -176,6 +178,7 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
 	pt.guard.closeOpen()
+	stopPartial()
 	m.saveAnswer(ctx, pt.messageID, pt.persister.final(status), pt.guard, log)
 	return status, reason
 }

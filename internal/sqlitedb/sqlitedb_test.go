@@ -19,16 +19,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func open(t *testing.T, path string) (writer, reader *sql.DB) {
 	t.Helper()
-	writer, reader, err := Open(path)
+	db, err := Open(path)
 	if err != nil {
 		t.Fatalf("Open(%q): %v", path, err)
 	}
 	t.Cleanup(func() {
-		if err := Close(writer, reader); err != nil {
+		if err := db.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return writer, reader
+	return db.Writer, db.Reader
 }
 
 func TestOpenCreatesParentDirectoryAndPrivateFile(t *testing.T) {
@@ -48,8 +48,8 @@ func TestOpenRejectsURIAndDSNPaths(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, path := range []string{"", "file:" + filepath.Join(dir, "x.db"), filepath.Join(dir, "x.db") + "?mode=ro"} {
-		if w, r, err := Open(path); err == nil {
-			Close(w, r)
+		if db, err := Open(path); err == nil {
+			db.Close()
 			t.Errorf("Open(%q) succeeded", path)
 		}
 	}
@@ -133,14 +133,14 @@ func TestInMemoryDatabaseIsOnePool(t *testing.T) {
 
 func TestCloseClosesBothPools(t *testing.T) {
 	t.Parallel()
-	writer, reader, err := Open(filepath.Join(t.TempDir(), "chatpipe.db"))
+	db, err := Open(filepath.Join(t.TempDir(), "chatpipe.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Close(writer, reader); err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	for name, db := range map[string]*sql.DB{"writer": writer, "reader": reader} {
+	for name, db := range map[string]*sql.DB{"writer": db.Writer, "reader": db.Reader} {
 		if err := db.Ping(); err == nil {
 			t.Errorf("%s still open after Close", name)
 		}

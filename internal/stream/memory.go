@@ -4,15 +4,22 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // MemoryOptions bounds the in-memory store.
 type MemoryOptions struct {
-	MaxEvents int           // events retained per stream; older ones are dropped first
-	MaxBytes  int64         // encoded bytes retained per stream
-	Retention time.Duration // how long a finished stream stays replayable
-	Sweep     time.Duration // how often expired streams are removed
+	MaxEvents int   // events retained per stream; older ones are dropped first
+	MaxBytes  int64 // encoded bytes retained per stream
+	// MaxTotalBytes bounds the store, all streams together (encoded
+	// bytes plus a record's bookkeeping); <= 0 = AutoMaxTotalBytes.
+	// Beyond it, finished streams lose their logs oldest first, then the
+	// largest live stream loses its oldest events: readers behind the cut
+	// get ErrExpired (resync from the saved message), never a gap.
+	MaxTotalBytes int64
+	Retention     time.Duration // how long a finished stream stays replayable
+	Sweep         time.Duration // how often expired streams are removed
 }
 
 func (o *MemoryOptions) defaults() {
@@ -21,6 +28,9 @@ func (o *MemoryOptions) defaults() {
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 8 << 20
+	}
+	if o.MaxTotalBytes <= 0 {
+		o.MaxTotalBytes = AutoMaxTotalBytes()
 	}
 	if o.Retention <= 0 {
 		o.Retention = 10 * time.Minute
@@ -40,6 +50,14 @@ type Memory struct {
 	mu      sync.RWMutex
 	streams map[string]*memStream
 	closed  bool
+
+	total    atomic.Int64 // retained cost of every stream (see recordCost)
+	evicting sync.Mutex   // one eviction at a time; others go on appending
+	// stuckAt is the total an eviction could not bring under the limit
+	// (live streams down to their newest event); appends retry only once
+	// the total grew past it, or a stream finished, so a store that cannot
+	// shrink is not scanned at every append.
+	stuckAt atomic.Int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -110,21 +128,53 @@ func (m *Memory) Append(_ context.Context, id string, rec Record) error {
 		return err
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if st.finished {
+		st.mu.Unlock()
 		return fmt.Errorf("stream %s: append after finish", id)
 	}
 	if rec.Seq != st.lastSeq+1 {
+		st.mu.Unlock()
 		return fmt.Errorf("stream %s: append seq %d after %d", id, rec.Seq, st.lastSeq)
 	}
 	st.recs = append(st.recs, rec)
 	st.lastSeq = rec.Seq
 	st.bytes += int64(len(rec.Data))
+	added := recordCost(rec)
 	for len(st.recs)-st.head > 1 &&
 		(len(st.recs)-st.head > m.opts.MaxEvents || st.bytes > m.opts.MaxBytes) {
-		st.bytes -= int64(len(st.recs[st.head].Data))
-		st.recs[st.head] = Record{}
-		st.head++
+		added -= st.dropOldest()
+	}
+	st.compact()
+	st.wake()
+	st.mu.Unlock()
+	if total := m.total.Add(added); total > m.opts.MaxTotalBytes && total > m.stuckAt.Load()+m.opts.MaxTotalBytes/16 {
+		m.evict()
+	}
+	return nil
+}
+
+// recordOverhead is what a retained record costs beyond its data: the
+// Record in the log's slice and the data slice's allocation rounding.
+const recordOverhead = 64
+
+func recordCost(r Record) int64 { return int64(len(r.Data)) + recordOverhead }
+
+// dropOldest drops the oldest retained record and returns its cost; the
+// caller holds st.mu.
+func (st *memStream) dropOldest() int64 {
+	r := st.recs[st.head]
+	st.bytes -= int64(len(r.Data))
+	st.recs[st.head] = Record{}
+	st.head++
+	return recordCost(r)
+}
+
+// compact reuses the front of the log once most of it was dropped; the
+// caller holds st.mu.
+func (st *memStream) compact() {
+	if st.head == len(st.recs) {
+		st.recs, st.head = nil, 0 // all dropped: give the array back
+		return
 	}
 	if st.head > 1024 && st.head > len(st.recs)/2 {
 		n := copy(st.recs, st.recs[st.head:])
@@ -132,8 +182,11 @@ func (m *Memory) Append(_ context.Context, id string, rec Record) error {
 		st.recs = st.recs[:n]
 		st.head = 0
 	}
-	st.wake()
-	return nil
+}
+
+// cost is what the stream's retained records cost; the caller holds st.mu.
+func (st *memStream) cost() int64 {
+	return st.bytes + int64(len(st.recs)-st.head)*recordOverhead
 }
 
 // wake signals every reader without blocking; the caller holds st.mu.
@@ -158,6 +211,7 @@ func (m *Memory) Finish(_ context.Context, id string) error {
 		st.finished = true
 		st.finishedAt = time.Now()
 		st.wake()
+		m.stuckAt.Store(0) // its log can be evicted now
 	}
 	return nil
 }
@@ -249,6 +303,8 @@ func (m *Memory) sweep(now time.Time) {
 		expired := st.finished && now.Sub(st.finishedAt) > m.opts.Retention
 		if expired {
 			st.closed = true
+			m.total.Add(-st.cost())
+			st.recs, st.head, st.bytes = nil, 0, 0 // cost 0 from now on: an eviction racing this cannot count it twice
 			st.wake()
 		}
 		st.mu.Unlock()
@@ -257,6 +313,10 @@ func (m *Memory) sweep(now time.Time) {
 		}
 	}
 }
+
+// Bytes reports what the retained records of every stream cost (for
+// metrics and tests).
+func (m *Memory) Bytes() int64 { return m.total.Load() }
 
 // Len reports how many streams the store holds (for metrics and tests).
 func (m *Memory) Len() int {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
@@ -116,21 +117,40 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 		    updated_at = greatest($8, updated_at)
 		WHERE id = $1 AND status = 'streaming'`,
 		id, f.Status, cleanText(f.Content), cleanText(f.Thinking), refs, usage, cleanText(f.Error), s.clock.Now())
-	if err == nil && tag.RowsAffected() == 0 {
-		// Nothing changed either way; this read only names the reason.
-		var exists bool
-		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, id).Scan(&exists)
-		switch {
-		case err == nil && exists:
-			err = history.ErrAlreadyFinished
-		case err == nil:
-			err = history.ErrNotFound
-		}
-	}
-	if err != nil {
+	if err = s.requireStreaming(ctx, tag, err, id); err != nil {
 		return fmt.Errorf("pgstore: finish message %q: %w", id, err)
 	}
 	return nil
+}
+
+// SavePartial implements history.Store. The same status guard as
+// FinishMessage's keeps it from ever overwriting a final state.
+func (s *Store) SavePartial(ctx context.Context, id, content, thinking string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE messages
+		SET content = $2, thinking = $3, updated_at = greatest($4, updated_at)
+		WHERE id = $1 AND status = 'streaming'`,
+		id, cleanText(content), cleanText(thinking), s.clock.Now())
+	if err = s.requireStreaming(ctx, tag, err, id); err != nil {
+		return fmt.Errorf("pgstore: save partial message %q: %w", id, err)
+	}
+	return nil
+}
+
+// requireStreaming turns an UPDATE guarded by status = 'streaming' that
+// changed no row into ErrAlreadyFinished or ErrNotFound.
+func (s *Store) requireStreaming(ctx context.Context, tag pgconn.CommandTag, err error, id string) error {
+	if err != nil || tag.RowsAffected() != 0 {
+		return err
+	}
+	// Nothing changed either way; this read only names the reason.
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return history.ErrAlreadyFinished
+	}
+	return history.ErrNotFound
 }
 
 // GetMessage implements history.Store.

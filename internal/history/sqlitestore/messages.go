@@ -98,22 +98,45 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		var exists bool
-		if err := s.txQueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`, id).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return history.ErrAlreadyFinished
-		}
-		return history.ErrNotFound
+		return s.requireStreaming(ctx, tx, res, id)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore: finish message %q: %w", id, err)
 	}
 	return nil
+}
+
+// SavePartial implements history.Store. The same status guard as
+// FinishMessage's keeps it from ever overwriting a final state.
+func (s *Store) SavePartial(ctx context.Context, id, content, thinking string) error {
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
+		res, err := s.exec(ctx, tx, `UPDATE messages SET content = ?, thinking = ?, updated_at = ?
+			WHERE id = ? AND status = 'streaming'`, content, thinking, sqlitedb.FormatTime(now), id)
+		if err != nil {
+			return err
+		}
+		return s.requireStreaming(ctx, tx, res, id)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlitestore: save partial message %q: %w", id, err)
+	}
+	return nil
+}
+
+// requireStreaming turns an UPDATE guarded by status = 'streaming' that
+// changed no row into ErrAlreadyFinished or ErrNotFound.
+func (s *Store) requireStreaming(ctx context.Context, tx *sql.Tx, res sql.Result, id string) error {
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	var exists bool
+	if err := s.txQueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?)`, id).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return history.ErrAlreadyFinished
+	}
+	return history.ErrNotFound
 }
 
 // GetMessage implements history.Store.

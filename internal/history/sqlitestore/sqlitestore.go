@@ -31,6 +31,7 @@ type Store struct {
 	// in-memory database). See sqlitedb.Open.
 	writer *sql.DB
 	reader *sql.DB
+	db     *sqlitedb.DB // shared with the other store of the same file
 
 	stmts     stmtCache
 	clock     clock.Clock // stamps rows, so "most recently updated" is never a tie within one process
@@ -55,13 +56,13 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	writer, reader, err := sqlitedb.Open(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{writer: writer, reader: reader}
-	if err := migrate(ctx, writer, ms, s.clock.Now); err != nil {
-		return nil, errors.Join(err, sqlitedb.Close(writer, reader))
+	s := &Store{db: db, writer: db.Writer, reader: db.Reader}
+	if err := migrate(ctx, s.writer, ms, s.clock.Now); err != nil {
+		return nil, errors.Join(err, db.Close())
 	}
 	if err := s.Ping(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
@@ -84,7 +85,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // file. Calling it again returns the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.stmts.close(), sqlitedb.Close(s.writer, s.reader))
+		s.closeErr = errors.Join(s.stmts.close(), s.db.Close())
 	})
 	return s.closeErr
 }

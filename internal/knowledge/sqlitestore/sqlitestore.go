@@ -33,6 +33,7 @@ type Store struct {
 	// in-memory database), as for the history store: see sqlitedb.Open.
 	writer *sql.DB
 	reader *sql.DB
+	db     *sqlitedb.DB // shared with the other store of the same file
 
 	// writeMu orders each write with its update of vectors, so the
 	// in-memory copy changes in commit order.
@@ -60,13 +61,13 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	writer, reader, err := sqlitedb.Open(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{writer: writer, reader: reader}
-	if err := migrate(ctx, writer, ms, s.clock.Now); err != nil {
-		return nil, errors.Join(err, sqlitedb.Close(writer, reader))
+	s := &Store{db: db, writer: db.Writer, reader: db.Reader}
+	if err := migrate(ctx, s.writer, ms, s.clock.Now); err != nil {
+		return nil, errors.Join(err, db.Close())
 	}
 	if err := s.reloadVectors(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
@@ -76,7 +77,7 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 
 // Close closes the connections. Calling it again returns the first result.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = sqlitedb.Close(s.writer, s.reader) })
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
 	return s.closeErr
 }
 
