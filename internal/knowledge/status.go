@@ -44,3 +44,27 @@ func WithComputed(doc Document, chunks []Chunk) Document {
 	doc.Warning = ""
 	return doc
 }
+
+// progressReporter keeps an ingest's Progress and tells it to notify
+// after each step; a nil notify makes every call a no-op.
+type progressReporter struct {
+	notify func(Progress)
+	p      Progress
+}
+
+// pages records that done of total pages are parsed (for a parser of a
+// paged format).
+func (r *progressReporter) pages(done, total int) {
+	r.p.PagesDone, r.p.PagesTotal = done, total
+	r.send()
+}
+
+func (r *progressReporter) chunks(total int) { r.p.ChunksTotal = total; r.send() }
+func (r *progressReporter) embedded(n int)   { r.p.ChunksEmbedded = n; r.send() }
+func (r *progressReporter) written(n int)    { r.p.ChunksWritten = n; r.send() }
+
+func (r *progressReporter) send() {
+	if r.notify != nil {
+		r.notify(r.p)
+	}
+}
