@@ -38,6 +38,7 @@ type harness struct {
 	client   *http.Client
 	logs     *observer.ObservedLogs // every log line of the server, for tests that wait on one
 	token    string                 // sent as "Authorization: Bearer" when set
+	baseURL  string                 // a server of another process, instead of srv
 }
 
 // as returns a view of the harness that calls the API with key.
@@ -107,7 +108,12 @@ func startHarnessWith(t *testing.T, provider *providertest.Server, cfg *config.C
 	return &harness{t: t, app: a, srv: srv, provider: provider, client: &http.Client{Transport: clientTransport}, logs: logs}
 }
 
-func (h *harness) url(path string) string { return h.srv.URL + path }
+func (h *harness) url(path string) string {
+	if h.baseURL != "" {
+		return h.baseURL + path
+	}
+	return h.srv.URL + path
+}
 
 // do sends a request and returns the response; the caller closes the body.
 func (h *harness) do(ctx context.Context, method, path, body string, header ...string) *http.Response {

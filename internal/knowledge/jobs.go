@@ -125,6 +125,9 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	if err != nil {
 		return Document{}, err
 	}
+	if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
+		return existing, err
+	}
 	select {
 	case bg.slots <- struct{}{}:
 	default:
@@ -146,6 +149,29 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
 		zap.Int("bytes", len(req.Content)))
 	return doc, nil
+}
+
+// textDuplicate finds, before anything is stored, the document a text
+// upload duplicates (it returns it with ErrDuplicate, as Ingest does):
+// its text is the content normalised, cheap to compute, so a second
+// upload of the same file is answered at once instead of queued and then
+// failed. Other formats are compared once parsed, in the background.
+func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaType string) (Document, error) {
+	if (mediaType != MediaPlain && mediaType != MediaMarkdown && mediaType != MediaHTML) || checkText(req.Content) != nil {
+		return Document{}, nil
+	}
+	text := normalizeText(req.Content)
+	if mediaType == MediaHTML {
+		text = HTMLToText(text)
+	}
+	existing, err := s.store.DocumentByHash(ctx, cmp.Or(req.TenantID, DefaultTenant), ContentHash(text))
+	switch {
+	case err == nil:
+		return existing, ErrDuplicate
+	case errors.Is(err, ErrNotFound):
+		return Document{}, nil
+	}
+	return Document{}, err
 }
 
 // runJob ingests one processing document into itself, then makes it
