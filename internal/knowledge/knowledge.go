@@ -173,7 +173,8 @@ type Store interface {
 	FailDocument(ctx context.Context, id, reason string) error
 	// ClaimStale returns at most limit processing documents
 	// whose progress was last recorded before before, counting an attempt
-	// for each and recording it as alive now, so that no other caller
+	// for each, zeroing its progress (the ingest starts over) and
+	// recording it as alive now, so that no other caller
 	// claims it until it goes stale again.
 	ClaimStale(ctx context.Context, before time.Time, limit int) ([]Document, error)
 	// Version changes on every add and delete, of any tenant, and never

@@ -142,4 +142,3 @@ func (s *Service) documentsWithShared(ctx context.Context, tenantID string, limi
 func (s *Service) DeleteSharedDocument(ctx context.Context, id string) error {
 	return s.DeleteDocument(ctx, SharedTenant, id)
 }
-

@@ -143,12 +143,16 @@ var ingestTests = []test{
 		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(got) != 0 {
 			t.Fatalf("ClaimStale of fresh ingests = %+v, %v; want none", got, err)
 		}
+		if err := s.UpdateProgress(t.Context(), "p2", knowledge.Progress{ChunksTotal: 9}); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.ReleaseDocument(t.Context(), "p2"); err != nil {
 			t.Fatalf("ReleaseDocument: %v", err)
 		}
 		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10)
-		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 2 || got[0].Status != knowledge.StatusProcessing {
-			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 2", got, err)
+		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 2 || got[0].Status != knowledge.StatusProcessing ||
+			got[0].Progress != (knowledge.Progress{}) {
+			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 2, its progress zeroed", got, err)
 		}
 		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(again) != 0 {
 			t.Errorf("ClaimStale again = %+v, %v; a claim is alive until it goes quiet", again, err)
