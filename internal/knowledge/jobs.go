@@ -293,20 +293,13 @@ func (s *Service) janitor() {
 }
 
 // claimStale queues the stale processing documents there are free slots
-// for.
+// for. The slots are taken after the claim, not held during it, so that
+// uploads meanwhile are not refused; a claimed document that then finds
+// no slot (uploads took them) is released for a later claim.
 func (s *Service) claimStale() {
 	bg := s.bg
-	free := 0
-	for free < cap(bg.slots) {
-		select {
-		case bg.slots <- struct{}{}:
-			free++
-			continue
-		default:
-		}
-		break
-	}
-	if free == 0 {
+	free := cap(bg.slots) - len(bg.slots)
+	if free <= 0 {
 		return
 	}
 	docs, err := s.store.ClaimStale(bg.ctx, time.Now().Add(-bg.staleAfter), free)
@@ -314,10 +307,12 @@ func (s *Service) claimStale() {
 		s.log.Warn("background ingest: claim stale documents", zap.Error(err))
 	}
 	for _, d := range docs {
-		s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
-		bg.queue <- d.ID
-	}
-	for range free - len(docs) {
-		<-bg.slots
+		select {
+		case bg.slots <- struct{}{}:
+			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
+			bg.queue <- d.ID
+		default:
+			s.release(bg.ctx, d.ID)
+		}
 	}
 }
