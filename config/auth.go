@@ -14,6 +14,10 @@ import (
 // set it replaces auth.keys of the file.
 const AuthKeysEnv = EnvPrefix + "_AUTH_KEYS"
 
+// SharedTenant is the reserved tenant of the shared documents (the
+// knowledge package's SharedTenant); no key may belong to it.
+const SharedTenant = "_shared"
+
 // minKeyLength bounds how short an API key may be: a short key is a
 // guessable key.
 const minKeyLength = 16
@@ -44,6 +48,9 @@ func (c *Config) validateAuth(add func(key, format string, args ...any)) {
 		key := fmt.Sprintf("auth.keys[%d]", i)
 		if strings.TrimSpace(k.Tenant) == "" {
 			add(key+".tenant", "every key needs the tenant it belongs to")
+		}
+		if k.Tenant == SharedTenant {
+			add(key+".tenant", "%q is reserved for the shared documents; give the key manage_shared: true to let it manage them", SharedTenant)
 		}
 		switch {
 		case k.Key != "" && k.KeySHA256 != "":

@@ -129,6 +129,19 @@ type Knowledge struct {
 	Chunking       Chunking  `mapstructure:"chunking"`
 	Embedding      Embedding `mapstructure:"embedding"`
 	Search         Search    `mapstructure:"search"`
+	Ingest         Ingest    `mapstructure:"ingest"`
+}
+
+// Ingest bounds background ingestion: uploads larger than BackgroundBytes
+// are answered 202 at once and parsed, chunked and embedded by Workers
+// goroutines, at most Queue waiting; a full queue refuses uploads (503).
+// Workers and Queue are read at start.
+type Ingest struct {
+	Workers         int           `mapstructure:"workers"`          // documents ingested at once in the background
+	Queue           int           `mapstructure:"queue"`            // background uploads waiting for a worker; more are refused with 503
+	BackgroundBytes int64         `mapstructure:"background_bytes"` // uploads larger than this go to the background (202); smaller ones are ingested before the answer (201)
+	StaleAfter      time.Duration `mapstructure:"stale_after"`      // a processing document whose ingest gave no sign of life for this long is resumed (server restarted or died)
+	MaxAttempts     int           `mapstructure:"max_attempts"`     // ingests started for one document before it is marked failed
 }
 
 // Chunking sizes the passages documents are cut into.
@@ -172,6 +185,9 @@ type AuthKey struct {
 	Tenant    string `mapstructure:"tenant"`
 	Key       string `mapstructure:"key"`
 	KeySHA256 string `mapstructure:"key_sha256"`
+	// ManageShared lets the key add and delete shared documents (those
+	// every tenant reads).
+	ManageShared bool `mapstructure:"manage_shared"`
 }
 
 // CORS lets browser frontends on other origins call the API.

@@ -119,6 +119,13 @@ func builtinDefaults() map[string]any {
 				"vector_weight":  1.0,
 				"rrf_k":          60,
 			},
+			"ingest": map[string]any{
+				"workers":          2,
+				"queue":            16,
+				"background_bytes": 256 << 10,
+				"stale_after":      "1m",
+				"max_attempts":     3,
+			},
 		},
 		"cors": map[string]any{
 			"allowed_origins": []any{},

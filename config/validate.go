@@ -169,6 +169,9 @@ func (c *Config) Validate() error {
 		{"knowledge.embedding.batch_size", int64(k.Embedding.BatchSize)},
 		{"knowledge.search.top_k", int64(k.Search.TopK)},
 		{"knowledge.search.rrf_k", int64(k.Search.RRFK)},
+		{"knowledge.ingest.workers", int64(k.Ingest.Workers)},
+		{"knowledge.ingest.queue", int64(k.Ingest.Queue)},
+		{"knowledge.ingest.max_attempts", int64(k.Ingest.MaxAttempts)},
 	} {
 		if n.val <= 0 {
 			add(n.key, "must be greater than 0, got %d", n.val)
@@ -180,6 +183,12 @@ func (c *Config) Validate() error {
 	}
 	if k.Search.KeywordWeight < 0 || k.Search.VectorWeight < 0 || k.Search.KeywordWeight+k.Search.VectorWeight == 0 {
 		add("knowledge.search", "keyword_weight and vector_weight must not be negative, and not both 0")
+	}
+	if k.Ingest.BackgroundBytes < 0 {
+		add("knowledge.ingest.background_bytes", "must be at least 0, got %d", k.Ingest.BackgroundBytes)
+	}
+	if k.Ingest.StaleAfter < time.Second {
+		add("knowledge.ingest.stale_after", "must be at least 1s, got %v", k.Ingest.StaleAfter)
 	}
 	oneOf("knowledge.embedding.provider", k.Embedding.Provider, embeddingProviders)
 	if k.Embedding.Provider != "" {

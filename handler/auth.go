@@ -12,7 +12,10 @@ import (
 	"github.com/chatpipe/chatpipe/internal/history"
 )
 
-const tenantKey = "chatpipe.tenant"
+const (
+	tenantKey       = "chatpipe.tenant"
+	manageSharedKey = "chatpipe.manage_shared"
+)
 
 // authenticate resolves the caller's tenant from its API key (Authorization:
 // Bearer <key>). With no keys configured every caller is the default
@@ -21,7 +24,10 @@ const tenantKey = "chatpipe.tenant"
 func (h *Handler) authenticate(c *gin.Context) {
 	keys := h.deps.Auth()
 	if keys.Open() {
+		// The open mode is one local user: it manages the shared
+		// documents too.
 		c.Set(tenantKey, auth.DefaultTenant)
+		c.Set(manageSharedKey, true)
 		return
 	}
 	if h.authThrottled(c, func(msg string) { abort(c, http.StatusTooManyRequests, "auth_rate_limited", msg) }) {
@@ -40,7 +46,7 @@ func (h *Handler) authenticate(c *gin.Context) {
 		abort(c, http.StatusUnauthorized, "unauthorized", "This API needs a key: send it as \"Authorization: Bearer <key>\".")
 		return
 	}
-	tenant, ok := keys.Tenant(token)
+	tenant, manage, ok := keys.Lookup(token)
 	if !ok {
 		h.authFailed(c)
 		c.Header("WWW-Authenticate", `Bearer realm="chatpipe", error="invalid_token"`)
@@ -48,10 +54,15 @@ func (h *Handler) authenticate(c *gin.Context) {
 		return
 	}
 	c.Set(tenantKey, tenant)
+	c.Set(manageSharedKey, manage)
 }
 
 // tenant is the caller's tenant, set by authenticate.
 func tenant(c *gin.Context) string { return c.GetString(tenantKey) }
+
+// managesShared reports whether the caller's key may add and delete
+// shared documents, set by authenticate.
+func managesShared(c *gin.Context) bool { return c.GetBool(manageSharedKey) }
 
 // ownedStream checks that stream id is an answer in one of the caller's
 // sessions and answers 404 itself when it is not: another tenant's stream

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -30,11 +31,42 @@ type DocumentJSON struct {
 	Content   string `json:"content,omitempty"`
 	Duplicate bool   `json:"duplicate,omitempty"`
 	Warning   string `json:"warning,omitempty"`
+	// Status is processing, ready (searchable) or failed; Progress is set
+	// while processing and Error says why a document failed.
+	Status   string        `json:"status"`
+	Progress *ProgressJSON `json:"progress,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	// Shared: every tenant reads the document; AddedBy is the tenant that
+	// added it (shown for shared documents, on a single document only).
+	Shared  bool   `json:"shared"`
+	AddedBy string `json:"added_by,omitempty"`
+}
+
+// ProgressJSON is how far a background ingest is; a total of 0 is not
+// known yet (pages: not a paged format).
+type ProgressJSON struct {
+	PagesDone      int `json:"pages_done"`
+	PagesTotal     int `json:"pages_total"`
+	ChunksTotal    int `json:"chunks_total"`
+	ChunksEmbedded int `json:"chunks_embedded"`
+	ChunksWritten  int `json:"chunks_written"`
 }
 
 func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
 	out := DocumentJSON{ID: d.ID, Title: d.Title, Source: d.Source, MediaType: d.MediaType, Chunks: d.Chunks,
-		Bytes: d.Bytes, Embedded: d.Embedded, CreatedAt: d.CreatedAt.UTC().Format(time.RFC3339Nano), Warning: d.Warning}
+		Bytes: d.Bytes, Embedded: d.Embedded, CreatedAt: d.CreatedAt.UTC().Format(time.RFC3339Nano), Warning: d.Warning,
+		Status: cmp.Or(d.Status, knowledge.StatusReady), Error: d.Error, Shared: d.Shared()}
+	if out.Title == "" { // a processing document has its title once its text is read
+		out.Title = d.Source
+	}
+	if d.Status == knowledge.StatusProcessing || d.Status == knowledge.StatusFailed {
+		p := d.Progress
+		out.Progress = &ProgressJSON{PagesDone: p.PagesDone, PagesTotal: p.PagesTotal, ChunksTotal: p.ChunksTotal,
+			ChunksEmbedded: p.ChunksEmbedded, ChunksWritten: p.ChunksWritten}
+	}
+	if d.Shared() {
+		out.AddedBy = d.AddedBy
+	}
 	if withContent {
 		out.Content = d.Content
 	}
@@ -48,19 +80,23 @@ var uploadExtensions = map[string]bool{".txt": true, ".text": true, ".md": true,
 type addDocumentRequest struct {
 	Title   string `json:"title"`
 	Content string `json:"content"`
+	Shared  bool   `json:"shared"`
 }
 
-// addDocument ingests a document sent as JSON {"title","content"} or as a
-// multipart upload (field "file", optional field "title"). 201 with the
-// new document; 200 with the existing one when the same content is
-// already stored.
+// addDocument ingests a document sent as JSON {"title","content","shared"}
+// or as a multipart upload (field "file", optional fields "title" and
+// "shared"). 201 with the new document; 200 with the existing one when
+// the same content is already stored; 202 with the processing document
+// when the upload is larger than knowledge.ingest.background_bytes (its
+// GET shows the progress); 503 when the background queue is full.
 func (h *Handler) addDocument(c *gin.Context) {
 	limit, fileLimit := h.cfg().Knowledge.MaxUploadBytes, h.cfg().Knowledge.MaxFileBytes
 	var req knowledge.IngestRequest
+	shared := false
 	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if mt == "multipart/form-data" {
 		var rerr *requestError
-		if req, rerr = readUpload(c, limit, fileLimit); rerr != nil {
+		if req, shared, rerr = readUpload(c, limit, fileLimit); rerr != nil {
 			abort(c, rerr.status, rerr.code, rerr.message)
 			return
 		}
@@ -72,13 +108,37 @@ func (h *Handler) addDocument(c *gin.Context) {
 			return
 		}
 		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content}
+		shared = body.Shared
 	}
 
 	req.TenantID = tenant(c)
-	doc, err := h.deps.Knowledge.Ingest(c.Request.Context(), req)
+	if shared {
+		if !managesShared(c) {
+			abort(c, http.StatusForbidden, "forbidden", "This API key may not add shared documents (auth.keys[].manage_shared).")
+			return
+		}
+		req.TenantID, req.AddedBy = knowledge.SharedTenant, tenant(c)
+	}
+	background := int64(len(req.Content)) > h.cfg().Knowledge.Ingest.BackgroundBytes
+	var (
+		doc knowledge.Document
+		err error
+	)
+	if background {
+		doc, err = h.deps.Knowledge.IngestBackground(c.Request.Context(), req)
+	} else {
+		doc, err = h.deps.Knowledge.Ingest(c.Request.Context(), req)
+	}
 	switch {
+	case err == nil && background:
+		c.Header("Location", "/api/v1/knowledge/documents/"+doc.ID)
+		c.JSON(http.StatusAccepted, documentJSON(doc, false))
 	case err == nil:
 		c.JSON(http.StatusCreated, documentJSON(doc, false))
+	case errors.Is(err, knowledge.ErrBusy):
+		c.Header("Retry-After", "10")
+		abort(c, http.StatusServiceUnavailable, "ingest_busy",
+			"Too many documents are being ingested; send this one again in a little while.")
 	case errors.Is(err, knowledge.ErrDuplicate):
 		out := documentJSON(doc, false)
 		out.Duplicate = true
@@ -107,16 +167,15 @@ func (h *Handler) addDocument(c *gin.Context) {
 }
 
 // readUpload reads a multipart upload: the "file" part and an optional
-// "title" part. A text file may have at most limit bytes; a PDF, DOCX,
+// "title" and "shared" parts. A text file may have at most limit bytes; a PDF, DOCX,
 // PPTX, XLSX or CSV file (by extension, or by content without one) at
 // most fileLimit and goes to the document parser.
-func readUpload(c *gin.Context, limit, fileLimit int64) (knowledge.IngestRequest, *requestError) {
-	var req knowledge.IngestRequest
+func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestRequest, shared bool, rerr *requestError) {
 	bodyLimit := uploadLimit(limit, fileLimit)
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit+64<<10)
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
-		return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
+		return req, shared, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
 	}
 	gotFile := false
 	for {
@@ -127,35 +186,35 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (knowledge.IngestRequest
 		if err != nil {
 			var maxErr *http.MaxBytesError
 			if errors.As(err, &maxErr) {
-				return req, tooLarge(bodyLimit)
+				return req, shared, tooLarge(bodyLimit)
 			}
-			return req, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
+			return req, shared, &requestError{http.StatusBadRequest, "invalid_upload", "The upload is not a valid multipart form."}
 		}
 		switch part.FormName() {
 		case "file":
 			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 			ext := strings.ToLower(path.Ext(name))
 			if ext != "" && !uploadExtensions[ext] && !knowledge.IsFile(name) {
-				return req, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
+				return req, shared, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
 					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
 			}
 			data, err := io.ReadAll(io.LimitReader(part, bodyLimit+1))
 			if err != nil {
 				var maxErr *http.MaxBytesError
 				if errors.As(err, &maxErr) {
-					return req, tooLarge(bodyLimit)
+					return req, shared, tooLarge(bodyLimit)
 				}
-				return req, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
+				return req, shared, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
 			}
 			if isFileUpload(name, ext, data) {
 				if int64(len(data)) > fileLimit {
-					return req, fileTooLarge(fileLimit)
+					return req, shared, fileTooLarge(fileLimit)
 				}
 				req.File, req.Source, gotFile = data, name, true
 				break
 			}
 			if int64(len(data)) > limit {
-				return req, tooLarge(limit)
+				return req, shared, tooLarge(limit)
 			}
 			req.Content, req.Source, gotFile = string(data), name, true
 			if ct := part.Header.Get("Content-Type"); ext == "" {
@@ -164,13 +223,18 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (knowledge.IngestRequest
 		case "title":
 			data, _ := io.ReadAll(io.LimitReader(part, 4096))
 			req.Title = strings.TrimSpace(string(data))
+		case "shared":
+			data, _ := io.ReadAll(io.LimitReader(part, 16))
+			v := strings.TrimSpace(string(data))
+			on, _ := strconv.ParseBool(v)
+			shared = on || v == "on" // "on": an HTML checkbox
 		}
 		part.Close()
 	}
 	if !gotFile {
-		return req, &requestError{http.StatusBadRequest, "missing_file", `The upload has no "file" field.`}
+		return req, shared, &requestError{http.StatusBadRequest, "missing_file", `The upload has no "file" field.`}
 	}
-	return req, nil
+	return req, shared, nil
 }
 
 func tooLarge(limit int64) *requestError {
@@ -212,8 +276,18 @@ func (h *Handler) getDocument(c *gin.Context) {
 	c.JSON(http.StatusOK, documentJSON(d, true))
 }
 
+// deleteDocument deletes one of the caller's documents, or a shared one
+// when the caller's key may manage them (403 otherwise).
 func (h *Handler) deleteDocument(c *gin.Context) {
 	err := h.deps.Knowledge.DeleteDocument(c.Request.Context(), tenant(c), c.Param("id"))
+	if errors.Is(err, knowledge.ErrForbidden) {
+		if !managesShared(c) {
+			abort(c, http.StatusForbidden, "forbidden",
+				"This document is shared; this API key may not delete shared documents (auth.keys[].manage_shared).")
+			return
+		}
+		err = h.deps.Knowledge.DeleteSharedDocument(c.Request.Context(), c.Param("id"))
+	}
 	if errors.Is(err, knowledge.ErrNotFound) {
 		abort(c, http.StatusNotFound, "document_not_found", "No document with id "+strconv.Quote(c.Param("id"))+".")
 		return

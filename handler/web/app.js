@@ -275,6 +275,62 @@
 
   // ---- Knowledge base ----
 
+  // following: the ids of documents being ingested in the background
+  // whose progress the page is polling.
+  var following = {};
+
+  // ingestFraction is how far a background ingest is, 0..1: reading and
+  // parsing pages up to 40 %, embedding up to 95 %, then writing.
+  function ingestFraction(p) {
+    if (!p) return 0;
+    if (p.chunks_written > 0) return 1;
+    if (p.chunks_total > 0) return 0.4 + 0.55 * (p.chunks_embedded / p.chunks_total);
+    if (p.pages_total > 0) return 0.4 * p.pages_done / p.pages_total;
+    return 0.05;
+  }
+
+  function ingestDetail(p) {
+    if (!p) return 'Waiting…';
+    if (p.chunks_total > 0 && p.chunks_embedded > 0) return 'Embedding ' + p.chunks_embedded + '/' + p.chunks_total + ' passages';
+    if (p.chunks_total > 0) return p.chunks_total + ' passages';
+    if (p.pages_total > 0) return 'Page ' + p.pages_done + '/' + p.pages_total;
+    return 'Reading…';
+  }
+
+  // docItem renders one document: its title, "shared", and while it is
+  // processing a progress bar, or why it failed.
+  function docItem(d) {
+    var li = el('li', 'doc');
+    li.dataset.id = d.id;
+    li.dataset.status = d.status || 'ready';
+    var row = el('div', 'doc-row');
+    var name = el('span', 'doc-title', d.title);
+    name.title = d.title + (d.status === 'ready' ? ' · ' + d.chunks + ' passages' : '');
+    row.append(name);
+    if (d.shared) row.append(el('span', 'badge', 'shared'));
+    var del = el('button', 'del', '×');
+    del.type = 'button';
+    del.title = 'Remove from the knowledge base';
+    del.addEventListener('click', async function () {
+      try {
+        await C.api('DELETE', '/api/v1/knowledge/documents/' + encodeURIComponent(d.id));
+        loadDocuments();
+      } catch (e) { ui.uploadStatus.textContent = e.message; }
+    });
+    row.append(del);
+    li.append(row);
+    if (d.status === 'processing') {
+      var bar = el('progress', 'ingest');
+      bar.max = 1;
+      bar.value = ingestFraction(d.progress);
+      bar.title = ingestDetail(d.progress);
+      li.append(bar);
+    } else if (d.status === 'failed') {
+      li.append(el('p', 'doc-error', 'Failed: ' + (d.error || 'unknown reason')));
+    }
+    return li;
+  }
+
   async function loadDocuments() {
     var data;
     try {
@@ -284,22 +340,42 @@
     }
     ui.documents.textContent = '';
     (data.documents || []).forEach(function (d) {
-      var li = el('li', 'doc');
-      li.append(el('span', '', d.title));
-      li.firstChild.title = d.title + ' · ' + d.chunks + ' passages';
-      var del = el('button', 'del', '×');
-      del.type = 'button';
-      del.title = 'Remove from the knowledge base';
-      del.addEventListener('click', async function () {
-        try {
-          await C.api('DELETE', '/api/v1/knowledge/documents/' + encodeURIComponent(d.id));
-          loadDocuments();
-        } catch (e) { ui.uploadStatus.textContent = e.message; }
-      });
-      li.append(del);
-      ui.documents.append(li);
+      ui.documents.append(docItem(d));
+      if (d.status === 'processing') follow(d.id, d.title);
     });
     if (!ui.uploadStatus.dataset.keep) ui.uploadStatus.textContent = data.total + ' document' + (data.total === 1 ? '' : 's');
+  }
+
+  // follow polls a processing document until it is ready or failed,
+  // moving its progress bar, then says how it ended.
+  function follow(id, title) {
+    if (following[id]) return;
+    following[id] = true;
+    async function poll() {
+      var d;
+      try {
+        d = await C.api('GET', '/api/v1/knowledge/documents/' + encodeURIComponent(id));
+      } catch (e) {
+        delete following[id];
+        if (e.status !== 404) ui.uploadStatus.textContent = e.message;
+        loadDocuments();
+        return;
+      }
+      if (d.status === 'processing') {
+        var li = ui.documents.querySelector('li[data-id="' + CSS.escape(id) + '"]');
+        var bar = li && li.querySelector('progress');
+        if (bar) { bar.value = ingestFraction(d.progress); bar.title = ingestDetail(d.progress); }
+        setTimeout(poll, 500);
+        return;
+      }
+      delete following[id];
+      ui.uploadStatus.dataset.keep = '1';
+      ui.uploadStatus.textContent = d.status === 'ready'
+        ? 'Added “' + d.title + '” (' + d.chunks + ' passages).'
+        : '“' + (d.title || title) + '” failed: ' + (d.error || 'unknown reason');
+      loadDocuments();
+    }
+    setTimeout(poll, 300);
   }
 
   async function upload(ev) {
@@ -314,8 +390,13 @@
       var resp = await fetch('/api/v1/knowledge/documents', { method: 'POST', headers: C.headers(), body: form });
       if (!resp.ok) throw await C.errorOf(resp);
       var d = await resp.json();
-      ui.uploadStatus.textContent = d.duplicate ? '“' + d.title + '” is already in the knowledge base.'
-        : 'Added “' + d.title + '” (' + d.chunks + ' passages).';
+      if (resp.status === 202) {
+        ui.uploadStatus.textContent = 'Ingesting “' + (d.title || file.name) + '”…';
+        follow(d.id, d.title || file.name);
+      } else {
+        ui.uploadStatus.textContent = d.duplicate ? '“' + d.title + '” is already in the knowledge base.'
+          : 'Added “' + d.title + '” (' + d.chunks + ' passages).';
+      }
       ui.uploadStatus.dataset.keep = '1';
       ui.file.value = '';
       ui.uploadName.textContent = 'Choose a PDF, Word, PowerPoint, Excel, CSV, Markdown, text or HTML file';

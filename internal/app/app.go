@@ -228,10 +228,33 @@ func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error)
 	}
 }
 
-// openKnowledge opens the knowledge base in the history database file,
-// with embeddings when configured, and loads the sample documents into it
-// when it is empty.
+// openKnowledge opens the knowledge base, loads the sample documents
+// into it when there are none, and starts the background ingest (which
+// resumes what a previous run left processing).
 func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge.Service, error) {
+	svc, err := OpenKnowledge(ctx, cfg, a.log, a.opts.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Knowledge.SampleDocs && a.opts.Samples != nil {
+		n, err := svc.LoadSamples(ctx, a.opts.Samples)
+		if err != nil {
+			a.log.Warn("loading the sample documents failed", zap.Error(err))
+		} else if n > 0 {
+			a.log.Info("loaded the sample knowledge base", zap.Int("documents", n))
+		}
+	}
+	svc.StartBackground()
+	return svc, nil
+}
+
+// OpenKnowledge opens the knowledge base as the server does: its store
+// (in the history database: the SQLite file or PostgreSQL) and the
+// embedder when one is configured. It neither loads samples nor starts
+// the background ingest: a command that only adds documents (chatpipe
+// ingest) must not take over the processing documents of a running
+// server. httpClient nil is http.DefaultClient's transport.
+func OpenKnowledge(ctx context.Context, cfg *config.Config, logger *zap.Logger, httpClient *http.Client) (*knowledge.Service, error) {
 	var store knowledge.Store
 	var err error
 	if cfg.Storage.Driver == "postgres" {
@@ -242,7 +265,7 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 			EfSearch:   cfg.Postgres.HNSWEfSearch,
 		})
 		if err == nil {
-			a.log.Info("knowledge: vector search via " + ps.VectorSearchBackend())
+			logger.Info("knowledge: vector search via " + ps.VectorSearchBackend())
 			store = ps
 		}
 	} else {
@@ -253,23 +276,14 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 	}
 	var emb embedding.Embedder
 	if cfg.Knowledge.Embedding.Provider != "" {
-		e, err := knowledge.NewOpenAIEmbedder(cfg.Knowledge.Embedding, a.opts.HTTPClient)
+		e, err := knowledge.NewOpenAIEmbedder(cfg.Knowledge.Embedding, httpClient)
 		if err != nil {
 			_ = store.Close()
 			return nil, fmt.Errorf("knowledge.embedding: %w", err)
 		}
 		emb = e
 	}
-	svc := knowledge.NewService(store, emb, cfg.Knowledge, a.log)
-	if cfg.Knowledge.SampleDocs && a.opts.Samples != nil {
-		n, err := svc.LoadSamples(ctx, a.opts.Samples)
-		if err != nil {
-			a.log.Warn("loading the sample documents failed", zap.Error(err))
-		} else if n > 0 {
-			a.log.Info("loaded the sample knowledge base", zap.Int("documents", n))
-		}
-	}
-	return svc, nil
+	return knowledge.NewService(store, emb, cfg.Knowledge, logger), nil
 }
 
 // openStreams opens the stream store: memory for one server; for
@@ -393,6 +407,10 @@ func restartOnly(old, cfg *config.Config) []string {
 	}
 	if old.Knowledge.Embedding != cfg.Knowledge.Embedding {
 		keys = append(keys, "knowledge.embedding")
+	}
+	if o, n := old.Knowledge.Ingest, cfg.Knowledge.Ingest; o.Workers != n.Workers || o.Queue != n.Queue ||
+		o.StaleAfter != n.StaleAfter || o.MaxAttempts != n.MaxAttempts {
+		keys = append(keys, "knowledge.ingest")
 	}
 	if old.StreamStore != cfg.StreamStore {
 		keys = append(keys, "stream_store")

@@ -19,6 +19,7 @@ const DefaultTenant = "default"
 type Keys struct {
 	hashes  [][sha256.Size]byte
 	tenants []string
+	manage  []bool // the key may add and delete shared documents
 }
 
 // New builds the key set from a validated config.
@@ -34,6 +35,7 @@ func New(cfg config.Auth) *Keys {
 		}
 		k.hashes = append(k.hashes, h)
 		k.tenants = append(k.tenants, e.Tenant)
+		k.manage = append(k.manage, e.ManageShared)
 	}
 	return k
 }
@@ -45,8 +47,15 @@ func (k *Keys) Open() bool { return len(k.hashes) == 0 }
 // Tenant returns the tenant of key, comparing its hash with every
 // configured hash in constant time.
 func (k *Keys) Tenant(key string) (string, bool) {
+	tenant, _, ok := k.Lookup(key)
+	return tenant, ok
+}
+
+// Lookup returns the tenant of key and whether the key may manage the
+// shared documents (auth.keys[].manage_shared), as Tenant compares.
+func (k *Keys) Lookup(key string) (tenant string, manageShared, ok bool) {
 	if key == "" {
-		return "", false
+		return "", false, false
 	}
 	h := sha256.Sum256([]byte(key))
 	found := -1
@@ -56,9 +65,9 @@ func (k *Keys) Tenant(key string) (string, bool) {
 		}
 	}
 	if found < 0 {
-		return "", false
+		return "", false, false
 	}
-	return k.tenants[found], true
+	return k.tenants[found], k.manage[found], true
 }
 
 // Hash is the SHA-256 hex of a key, for config.yaml's key_sha256.

@@ -26,6 +26,13 @@ type IngestRequest struct {
 	// File is a PDF, DOCX, PPTX, XLSX or CSV file to parse instead of
 	// Content (see file.go); Source is its file name.
 	File []byte
+	AddedBy   string // the uploader's tenant when it differs from TenantID (a shared document); "" = TenantID
+
+	// Progress, when set, is told how far the ingest is after each step:
+	// pages parsed (a parser of a paged format reports them through
+	// progressReporter.pages), chunks cut, embedded and written. It is
+	// called on the ingesting goroutine; it must not block for long.
+	Progress func(Progress)
 }
 
 // maxTitleRunes bounds a title derived from the content.
@@ -47,7 +54,15 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (Document, erro
 }
 
 func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Document, error) {
+	return s.ingestAs(ctx, req, embed, "")
+}
+
+// ingestAs is Ingest into the processing document jobID (a background
+// ingest: FinishDocument makes it ready), or into a new document when
+// jobID is "". Errors of the store are marked errStore.
+func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, jobID string) (Document, error) {
 	start := time.Now()
+	report := progressReporter{notify: req.Progress}
 	cfg := s.config()
 	file, err := s.parseFile(ctx, req, cfg) // nil for text (file.go)
 	if err != nil {
@@ -79,7 +94,8 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 	}
 
 	doc := Document{
-		ID:        newDocumentID(),
+		ID:        cmp.Or(jobID, newDocumentID()),
+		AddedBy:   req.AddedBy,
 		TenantID:  cmp.Or(req.TenantID, DefaultTenant),
 		Title:     title,
 		Source:    strings.TrimSpace(req.Source),
@@ -89,7 +105,7 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 	if existing, err := s.store.DocumentByHash(ctx, doc.TenantID, ContentHash(text)); err == nil {
 		return existing, ErrDuplicate
 	} else if !errors.Is(err, ErrNotFound) {
-		return Document{}, err
+		return Document{}, fmt.Errorf("%w: %w", errStore, err)
 	}
 
 	chunker := Chunker{TargetTokens: cfg.Chunking.TargetTokens, OverlapTokens: cfg.Chunking.OverlapTokens}
@@ -105,6 +121,7 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 	for i := range chunks {
 		chunks[i].ID = chunkIDFor(doc.ID, i)
 	}
+	report.chunks(len(chunks))
 
 	warning := ""
 	if embed && len(chunks) > 0 {
@@ -112,7 +129,7 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 		for i, c := range chunks {
 			texts[i] = embeddingText(doc.Title, c.Heading, c.Content)
 		}
-		vecs, err := s.embed(ctx, texts, embedRetries)
+		vecs, err := s.embed(ctx, texts, embedRetries, report.embedded)
 		switch {
 		case ctx.Err() != nil:
 			return Document{}, context.Cause(ctx)
@@ -127,10 +144,19 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 		}
 	}
 
-	stored, err := s.store.AddDocument(ctx, doc, chunks)
-	if err != nil {
-		return stored, err
+	var stored Document
+	if jobID != "" {
+		stored, err = s.store.FinishDocument(ctx, doc, chunks)
+	} else {
+		stored, err = s.store.AddDocument(ctx, doc, chunks)
 	}
+	switch {
+	case errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotFound):
+		return stored, err
+	case err != nil:
+		return stored, fmt.Errorf("%w: %w", errStore, err)
+	}
+	report.written(len(chunks))
 	stored.Warning = warning
 	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("tenant_id", stored.TenantID),
 		zap.String("title", stored.Title),
@@ -265,13 +291,15 @@ func firstHeading(text string) string {
 }
 
 // LoadSamples ingests every Markdown file (.md, .markdown) of fsys, in
-// lexical path order, into DefaultTenant when that tenant has no
-// documents; it returns how many documents it added. Other tenants start
-// empty: the samples are for trying chatpipe out in the open mode. Once
-// embedding fails, the remaining samples are stored keyword-only without
-// trying again, so a down endpoint does not slow startup once per file.
+// lexical path order, as shared documents (SharedTenant) when there are
+// none yet; it returns how many documents it added. Every tenant reads
+// them, with API keys on too. A copy an older version loaded into
+// DefaultTenant (same content and source) is deleted, so the open mode
+// does not find each sample twice. Once embedding fails, the remaining
+// samples are stored keyword-only without trying again, so a down
+// endpoint does not slow startup once per file.
 func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
-	_, total, err := s.store.Documents(ctx, DefaultTenant, 1, 0)
+	_, total, err := s.store.Documents(ctx, SharedTenant, 1, 0)
 	if err != nil {
 		return 0, fmt.Errorf("knowledge: load samples: %w", err)
 	}
@@ -297,7 +325,7 @@ func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
 		if err != nil {
 			return added, fmt.Errorf("knowledge: load sample %s: %w", p, err)
 		}
-		doc, err := s.ingest(ctx, IngestRequest{TenantID: DefaultTenant, Content: string(content), Source: p, MediaType: MediaMarkdown}, embed)
+		doc, err := s.ingest(ctx, IngestRequest{TenantID: SharedTenant, Content: string(content), Source: p, MediaType: MediaMarkdown}, embed)
 		switch {
 		case errors.Is(err, ErrDuplicate):
 			continue
@@ -308,7 +336,12 @@ func (s *Service) LoadSamples(ctx context.Context, fsys fs.FS) (int, error) {
 		if doc.Warning != "" {
 			embed = false
 		}
+		if old, err := s.store.DocumentByHash(ctx, DefaultTenant, doc.ContentHash); err == nil && old.Source == doc.Source {
+			if err := s.store.DeleteDocument(ctx, old.ID); err != nil && !errors.Is(err, ErrNotFound) {
+				return added, fmt.Errorf("knowledge: replace the default tenant's copy of sample %s: %w", p, err)
+			}
+		}
 	}
-	s.log.Info("sample documents loaded", zap.Int("documents", added))
+	s.log.Info("sample documents loaded (shared)", zap.Int("documents", added))
 	return added, nil
 }

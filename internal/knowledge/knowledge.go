@@ -65,6 +65,18 @@ type Document struct {
 	Embedded    bool   // every chunk has an embedding (false: keyword search only)
 	CreatedAt   time.Time
 
+	// Status is StatusReady for a searchable document; StatusProcessing
+	// while a background ingest runs (no content, no chunks yet) and
+	// StatusFailed after one failed, with the reason in Error.
+	Status   string
+	Progress Progress // how far the background ingest is (zero for ready documents)
+	Error    string   // why the ingest failed (StatusFailed only)
+	Attempts int      // background ingests started for it (a restart starts another)
+	// AddedBy is the tenant that added it: TenantID for a tenant's own
+	// documents, the uploader's tenant for a SharedTenant document. Set by
+	// Document only ("" in listings).
+	AddedBy string
+
 	// Warning is set by Service.Ingest only (never stored): what went wrong
 	// without failing the upload, e.g. why the document is keyword-only.
 	Warning string
@@ -142,6 +154,39 @@ type Store interface {
 	// by hnsw.ef_search, config postgres.hnsw_ef_search). The conformance
 	// suite's data is small enough for every store to be exact on it.
 	VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]Hit, error)
+	// BeginDocument stores doc (ID, TenantID, Title, Source, MediaType,
+	// AddedBy) as StatusProcessing with no content and no chunks, keeping
+	// upload until FinishDocument or FailDocument so that an interrupted
+	// ingest can start again. It is listed but never searched and is no
+	// duplicate of anything; the version does not change.
+	BeginDocument(ctx context.Context, doc Document, upload []byte) (Document, error)
+	// Upload returns the upload kept for a processing document, or
+	// ErrNotFound when the document is not processing.
+	Upload(ctx context.Context, id string) ([]byte, error)
+	// UpdateProgress records a processing document's progress and that its
+	// ingest is alive (ClaimStale leaves it alone for a while), or returns
+	// ErrNotFound when the document is not (any longer) processing.
+	UpdateProgress(ctx context.Context, id string, p Progress) error
+	// ReleaseDocument marks a processing document's ingest as stopped, so
+	// that the next ClaimStale takes it at once; ErrNotFound as above.
+	ReleaseDocument(ctx context.Context, id string) error
+	// FinishDocument gives a processing document its content and chunks
+	// and makes it StatusReady, all in one transaction: a search sees all
+	// of its chunks or none. doc carries the final Title and Content. It
+	// returns ErrDuplicate with the existing document when the tenant has
+	// a ready document with that content (the processing one is left
+	// processing), and ErrNotFound when the document is not processing.
+	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
+	// FailDocument marks a processing document StatusFailed with reason
+	// and drops its upload, or returns ErrNotFound when it is not
+	// processing.
+	FailDocument(ctx context.Context, id, reason string) error
+	// ClaimStale returns at most limit processing documents
+	// whose progress was last recorded before before, counting an attempt
+	// for each, zeroing its progress (the ingest starts over) and
+	// recording it as alive now, so that no other caller
+	// claims it until it goes stale again.
+	ClaimStale(ctx context.Context, before time.Time, limit int) ([]Document, error)
 	// Version changes on every add and delete, of any tenant, and never
 	// repeats for one store; compare it for equality only (a response
 	// cache keys on it).

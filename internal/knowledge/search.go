@@ -37,7 +37,7 @@ const (
 )
 
 // Search retrieves candidates for req.Query from the documents of
-// req.TenantID ("" = DefaultTenant): keyword (bm25) and, when an
+// req.TenantID ("" = DefaultTenant) and the shared ones: keyword (bm25) and, when an
 // embedder is configured, vector (cosine) rankings, each over-retrieved
 // and fused by weighted reciprocal rank, score = Σ weight/(rrf_k + rank).
 // Zero request fields take the configured defaults; a negative weight
@@ -73,7 +73,7 @@ func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipel
 	var keywordHits []Hit
 	var keywordErr error
 	if p.useKeyword {
-		keywordHits, keywordErr = s.store.KeywordSearch(ctx, tenant, query, fetch)
+		keywordHits, keywordErr = s.keywordSearch(ctx, tenant, query, fetch)
 	}
 	wg.Wait()
 
@@ -131,7 +131,7 @@ func (s *Service) vectorSearch(ctx context.Context, tenantID, query string, limi
 	if err != nil {
 		return nil, err, nil
 	}
-	hits, err = s.store.VectorSearch(ctx, tenantID, vecs[0], limit)
+	hits, err = s.storeVectorSearch(ctx, tenantID, vecs[0], limit)
 	return hits, nil, err
 }
 

@@ -25,6 +25,8 @@ type Service struct {
 	// retryBackoff is the wait before the first retry of an embedding
 	// batch; it doubles per retry (tests shorten it).
 	retryBackoff time.Duration
+	bg           *background // nil until StartBackground
+	shared       atomic.Pointer[sharedState]
 }
 
 // NewService returns a service over store. embedder nil means keyword
@@ -50,13 +52,13 @@ func (s *Service) config() *config.Knowledge { return s.cfg.Load() }
 // Embedding reports whether an embedder is configured (vector search on).
 func (s *Service) Embedding() bool { return s.embedder != nil }
 
-// Document returns the tenant's document with its content, or ErrNotFound
-// (also for another tenant's document: to a tenant, a document it does not
-// own does not exist).
+// Document returns the tenant's document, or a shared one, with its
+// content, or ErrNotFound (also for another tenant's document: to a
+// tenant, a document it does not own does not exist).
 func (s *Service) Document(ctx context.Context, tenantID, id string) (Document, error) {
 	doc, err := s.store.Document(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound) || (err == nil && doc.TenantID != cmp.Or(tenantID, DefaultTenant)):
+	case errors.Is(err, ErrNotFound) || (err == nil && !visibleTo(doc, tenantID)):
 		// One message for both, whatever the store says.
 		return Document{}, fmt.Errorf("knowledge: document %s: %w", id, ErrNotFound)
 	case err != nil:
@@ -65,9 +67,9 @@ func (s *Service) Document(ctx context.Context, tenantID, id string) (Document, 
 	return doc, nil
 }
 
-// Documents lists the tenant's documents newest first, without their
-// content, and the number the tenant has. limit is clamped to 1..1000 (0
-// means 50).
+// Documents lists the tenant's documents and the shared ones newest
+// first, without their content, and how many there are. limit is clamped
+// to 1..1000 (0 means 50).
 func (s *Service) Documents(ctx context.Context, tenantID string, limit, offset int) ([]Document, int, error) {
 	switch {
 	case limit <= 0:
@@ -75,7 +77,11 @@ func (s *Service) Documents(ctx context.Context, tenantID string, limit, offset 
 	case limit > 1000:
 		limit = 1000
 	}
-	return s.store.Documents(ctx, cmp.Or(tenantID, DefaultTenant), limit, max(offset, 0))
+	tenantID = cmp.Or(tenantID, DefaultTenant)
+	if tenantID == SharedTenant {
+		return s.store.Documents(ctx, tenantID, limit, max(offset, 0))
+	}
+	return s.documentsWithShared(ctx, tenantID, limit, max(offset, 0))
 }
 
 // Chunks returns the chunks of the tenant's document in order, or
@@ -93,11 +99,15 @@ func (s *Service) Chunks(ctx context.Context, tenantID, documentID string) ([]Ch
 
 // DeleteDocument removes the tenant's document and its chunks from every
 // index at once, or returns ErrNotFound (also for another tenant's
-// document, which is left alone).
+// document, which is left alone). A shared document is ErrForbidden here
+// (DeleteSharedDocument removes it).
 func (s *Service) DeleteDocument(ctx context.Context, tenantID, id string) error {
 	doc, err := s.Document(ctx, tenantID, id)
 	if err != nil {
 		return err
+	}
+	if doc.TenantID != cmp.Or(tenantID, DefaultTenant) {
+		return fmt.Errorf("knowledge: delete shared document %s: %w", id, ErrForbidden)
 	}
 	// Document ids are never reused, so the document checked is the one
 	// deleted.
@@ -115,8 +125,12 @@ func (s *Service) DeleteDocument(ctx context.Context, tenantID, id string) error
 // answers keys on it.
 func (s *Service) Version(ctx context.Context) (int64, error) { return s.store.Version(ctx) }
 
-// Close closes the store.
-func (s *Service) Close() error { return s.store.Close() }
+// Close stops the background ingest (releasing the documents it had for
+// the next run) and closes the store.
+func (s *Service) Close() error {
+	s.stopBackground()
+	return s.store.Close()
+}
 
 // newDocumentID returns a time-ordered id (UUIDv7).
 func newDocumentID() string {
@@ -139,8 +153,9 @@ const (
 
 // embed embeds texts in batches of batch_size, retrying retryable
 // failures; the vectors are converted to float32 and must share one
-// dimension.
-func (s *Service) embed(ctx context.Context, texts []string, retries int) ([][]float32, error) {
+// dimension. done, when set, is told how many texts are embedded after
+// each batch.
+func (s *Service) embed(ctx context.Context, texts []string, retries int, done func(int)) ([][]float32, error) {
 	batch := max(s.config().Embedding.BatchSize, 1)
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += batch {
@@ -150,6 +165,9 @@ func (s *Service) embed(ctx context.Context, texts []string, retries int) ([][]f
 			return nil, err
 		}
 		out = append(out, vecs...)
+		if done != nil {
+			done(len(out))
+		}
 	}
 	for _, v := range out {
 		if len(v) != len(out[0]) {

@@ -469,22 +469,38 @@ func TestLoadSamplesOnlyIntoAnEmptyKnowledgeBase(t *testing.T) {
 	}
 }
 
-func TestLoadSamplesFillsTheDefaultTenantOnly(t *testing.T) {
+func TestLoadSamplesAreSharedWithEveryTenantAndReplaceTheOldDefaultCopies(t *testing.T) {
 	t.Parallel()
 	svc := newService(t, nil, testConfig())
 	fsys := fstest.MapFS{"a.md": {Data: []byte("# A\n\nalpha")}, "b.md": {Data: []byte("# B\n\nbravo")}}
-	// Another tenant's documents, even the same content, do not count.
-	ingest(t, svc, knowledge.IngestRequest{TenantID: "acme", Content: "# A\n\nalpha"})
+	// A copy an older version loaded into the default tenant goes; a
+	// tenant's own upload of the same text stays.
+	old := ingest(t, svc, knowledge.IngestRequest{Content: "# A\n\nalpha", Source: "a.md"})
+	ingest(t, svc, knowledge.IngestRequest{TenantID: "acme", Content: "# A\n\nalpha", Source: "a.md"})
 	if n, err := svc.LoadSamples(t.Context(), fsys); err != nil || n != 2 {
 		t.Fatalf("LoadSamples = %d, %v; want 2", n, err)
 	}
-	for tenant, want := range map[string]int{knowledge.DefaultTenant: 2, "acme": 1, "globex": 0} {
-		if _, total, err := svc.Documents(t.Context(), tenant, 10, 0); err != nil || total != want {
-			t.Errorf("%s has %d documents, %v; want %d", tenant, total, err, want)
+	if _, err := svc.Document(t.Context(), knowledge.DefaultTenant, old.ID); !errors.Is(err, knowledge.ErrNotFound) {
+		t.Errorf("the default tenant's old copy of a sample is still there: %v", err)
+	}
+	for tenant, want := range map[string]int{knowledge.DefaultTenant: 2, "acme": 3, "globex": 2} {
+		docs, total, err := svc.Documents(t.Context(), tenant, 10, 0)
+		if err != nil || total != want || len(docs) != want {
+			t.Errorf("%s lists %d documents (total %d), %v; want %d", tenant, len(docs), total, err, want)
+		}
+		if got := search(t, svc, pipeline.SearchRequest{TenantID: tenant, Query: "bravo"}).Hits; len(got) != 1 || got[0].Title != "B" {
+			t.Errorf("%s's search for a sample: %+v", tenant, got)
 		}
 	}
-	if got := search(t, svc, pipeline.SearchRequest{TenantID: "globex", Query: "bravo"}).Hits; len(got) != 0 {
-		t.Errorf("another tenant's search finds the samples: %+v", got)
+	if n, err := svc.LoadSamples(t.Context(), fsys); err != nil || n != 0 {
+		t.Errorf("LoadSamples again = %d, %v; want 0", n, err)
+	}
+	docs, _, _ := svc.Documents(t.Context(), "globex", 10, 0)
+	if err := svc.DeleteDocument(t.Context(), "globex", docs[0].ID); !errors.Is(err, knowledge.ErrForbidden) {
+		t.Errorf("a tenant deleting a shared document: %v, want ErrForbidden", err)
+	}
+	if err := svc.DeleteSharedDocument(t.Context(), docs[0].ID); err != nil {
+		t.Errorf("DeleteSharedDocument: %v", err)
 	}
 }
 

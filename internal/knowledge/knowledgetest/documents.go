@@ -23,7 +23,7 @@ var documentTests = []test{
 		want := knowledge.Document{
 			ID: "d1", TenantID: knowledge.DefaultTenant, Title: "Running chatpipe", Source: "d1.md", MediaType: knowledge.MediaMarkdown,
 			Content: doc.Content, ContentHash: knowledge.ContentHash(doc.Content), Bytes: len(doc.Content),
-			Chunks: 2, Embedded: true,
+			Chunks: 2, Embedded: true, Status: knowledge.StatusReady, AddedBy: knowledge.DefaultTenant,
 		}
 		got, err := s.Document(t.Context(), "d1")
 		if err != nil {

@@ -80,6 +80,7 @@ type EmbeddingServer struct {
 	failStatus int
 	failures   int // requests still to fail; negative: all
 	requests   []EmbeddingRequest
+	hold       <-chan struct{} // requests wait until it is closed; nil: none
 }
 
 // EmbeddingRequest is one request the server received.
@@ -111,6 +112,16 @@ func (s *EmbeddingServer) Fail(status, n int) {
 	s.mu.Unlock()
 }
 
+// Hold makes later requests of more than one text (a document's batches,
+// not a search's query) wait until gate is closed or the client gives
+// up: an ingest then stays in its embedding step for as long as a test
+// needs, while searches still embed their queries.
+func (s *EmbeddingServer) Hold(gate <-chan struct{}) {
+	s.mu.Lock()
+	s.hold = gate
+	s.mu.Unlock()
+}
+
 // Requests returns the requests received so far.
 func (s *EmbeddingServer) Requests() []EmbeddingRequest {
 	s.mu.Lock()
@@ -138,7 +149,15 @@ func (s *EmbeddingServer) serve(w http.ResponseWriter, r *http.Request) {
 			s.failures--
 		}
 	}
+	hold := s.hold
 	s.mu.Unlock()
+	if hold != nil && len(req.Input) > 1 {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if status != 0 {
 		w.WriteHeader(status)

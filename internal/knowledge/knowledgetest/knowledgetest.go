@@ -18,7 +18,7 @@ import (
 // store when its subtest ends.
 func Run(t *testing.T, open func(t *testing.T) knowledge.Store) {
 	t.Helper()
-	groups := [][]test{documentTests, keywordTests, vectorTests, versionTests, concurrencyTests, tenantTests, pageTests}
+	groups := [][]test{documentTests, keywordTests, vectorTests, versionTests, concurrencyTests, tenantTests, pageTests, ingestTests}
 	for _, tc := range slices.Concat(groups...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

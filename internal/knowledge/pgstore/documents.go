@@ -13,7 +13,18 @@ import (
 	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
-const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
+// documentColumns are read FROM documentsFrom: a document with its
+// ingest status (no knowledge_ingest row: ready). No column name is in
+// both tables, so none needs qualifying.
+const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at,
+	COALESCE(status, 'ready'), COALESCE(error, ''), COALESCE(attempts, 0), COALESCE(pages_done, 0), COALESCE(pages_total, 0),
+	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0)`
+
+// documentsFrom joins each document with its ingest status.
+const documentsFrom = `knowledge_documents LEFT JOIN knowledge_ingest ON document_id = id`
+
+// contentColumns follow documentColumns when a document is read whole.
+const contentColumns = `content, added_by`
 
 // errDuplicate carries the document that has the content already out of
 // the transaction that found it.
@@ -36,6 +47,8 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		doc.Embedded = doc.Embedded && len(c.Embedding) > 0
 	}
 	doc.Warning = ""
+	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusReady, knowledge.Progress{}, "", 0
+	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 
 	var (
 		seqs    []int64
@@ -45,7 +58,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		// Writers queue on the version's row lock, so no other replica can
 		// add this content between this check and the commit.
 		switch d, err := scanDocument(tx.QueryRow(ctx,
-			`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = $1 AND content_hash = $2`,
+			`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE tenant_id = $1 AND content_hash = $2`,
 			doc.TenantID, doc.ContentHash), true); {
 		case err == nil:
 			return &errDuplicate{d}
@@ -54,10 +67,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		doc.CreatedAt = s.clock.Now()
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
-			doc.Chunks, doc.Embedded, doc.CreatedAt); err != nil {
+			doc.Chunks, doc.Embedded, doc.CreatedAt, addedBy(doc)); err != nil {
 			if pgdb.IsUniqueViolation(err) {
 				return knowledge.ErrAlreadyExists
 			}
@@ -152,7 +165,7 @@ func insertChunks(ctx context.Context, tx pgx.Tx, doc knowledge.Document, chunks
 // Document returns a document with its content.
 func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, error) {
 	d, err := scanDocument(s.pool.QueryRow(ctx,
-		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE id = $1`, id), true)
+		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE id = $1`, id), true)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document %s: %w", id, err)
 	}
@@ -162,7 +175,7 @@ func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, er
 // DocumentByHash returns the tenant's document with the given content hash.
 func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.pool.QueryRow(ctx,
-		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = $1 AND content_hash = $2`,
+		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE tenant_id = $1 AND content_hash = $2`,
 		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document with hash %s: %w", hash, err)
@@ -185,7 +198,7 @@ func (s *Store) Documents(ctx context.Context, tenantID string, limit, offset in
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM knowledge_documents WHERE tenant_id = $1`, tenantID).Scan(&total); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT `+documentColumns+` FROM knowledge_documents
+		rows, err := tx.Query(ctx, `SELECT `+documentColumns+` FROM `+documentsFrom+`
 			WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`, tenantID, limit, max(offset, 0))
 		if err != nil {
 			return err
@@ -301,12 +314,24 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error, apply func(
 	return nil
 }
 
-// scanDocument reads documentColumns, then content when withContent.
+// addedBy is what the added_by column keeps: "" when the document's own
+// tenant added it.
+func addedBy(doc knowledge.Document) string {
+	if doc.AddedBy == doc.TenantID {
+		return ""
+	}
+	return doc.AddedBy
+}
+
+// scanDocument reads documentColumns, then contentColumns when
+// withContent.
 func scanDocument(row pgx.Row, withContent bool) (knowledge.Document, error) {
 	var d knowledge.Document
-	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &d.CreatedAt}
+	p := &d.Progress
+	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &d.CreatedAt,
+		&d.Status, &d.Error, &d.Attempts, &p.PagesDone, &p.PagesTotal, &p.ChunksTotal, &p.ChunksEmbedded, &p.ChunksWritten}
 	if withContent {
-		dest = append(dest, &d.Content)
+		dest = append(dest, &d.Content, &d.AddedBy)
 	}
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -315,5 +340,8 @@ func scanDocument(row pgx.Row, withContent bool) (knowledge.Document, error) {
 		return d, err
 	}
 	d.CreatedAt = d.CreatedAt.UTC()
+	if withContent {
+		d.AddedBy = cmp.Or(d.AddedBy, d.TenantID)
+	}
 	return d, nil
 }

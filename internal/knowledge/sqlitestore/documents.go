@@ -12,7 +12,18 @@ import (
 	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
-const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at`
+// documentColumns are read FROM documentsFrom: a document with its
+// ingest status (no knowledge_ingest row: ready). No column name is in
+// both tables, so none needs qualifying.
+const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at,
+	COALESCE(status, 'ready'), COALESCE(error, ''), COALESCE(attempts, 0), COALESCE(pages_done, 0), COALESCE(pages_total, 0),
+	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0)`
+
+// documentsFrom joins each document with its ingest status.
+const documentsFrom = `knowledge_documents LEFT JOIN knowledge_ingest ON document_id = id`
+
+// contentColumns follow documentColumns when a document is read whole.
+const contentColumns = `content, added_by`
 
 // AddDocument stores doc and its chunks, indexes them for keyword search
 // and adds their embeddings to the in-memory vector index, all or nothing.
@@ -29,12 +40,14 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		doc.Embedded = doc.Embedded && len(c.Embedding) > 0
 	}
 	doc.Warning = ""
+	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusReady, knowledge.Progress{}, "", 0
+	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 
 	var existing knowledge.Document
 	var seqs []int64
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
 		switch d, err := scanDocument(tx.QueryRowContext(ctx,
-			`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = ? AND content_hash = ?`,
+			`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE tenant_id = ? AND content_hash = ?`,
 			doc.TenantID, doc.ContentHash), true); {
 		case err == nil:
 			existing = d
@@ -44,10 +57,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		doc.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
-			doc.Chunks, doc.Embedded, sqlitedb.FormatTime(now)); err != nil {
+			doc.Chunks, doc.Embedded, sqlitedb.FormatTime(now), addedBy(doc)); err != nil {
 			if sqlitedb.IsUniqueViolation(err) {
 				return 0, knowledge.ErrAlreadyExists
 			}
@@ -119,7 +132,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 // Document returns a document with its content.
 func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, error) {
 	d, err := scanDocument(s.reader.QueryRowContext(ctx,
-		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE id = ?`, id), true)
+		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE id = ?`, id), true)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document %s: %w", id, err)
 	}
@@ -129,7 +142,7 @@ func (s *Store) Document(ctx context.Context, id string) (knowledge.Document, er
 // DocumentByHash returns the tenant's document with the given content hash.
 func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.reader.QueryRowContext(ctx,
-		`SELECT `+documentColumns+`, content FROM knowledge_documents WHERE tenant_id = ? AND content_hash = ?`,
+		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+` WHERE tenant_id = ? AND content_hash = ?`,
 		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document with hash %s: %w", hash, err)
@@ -152,7 +165,7 @@ func (s *Store) Documents(ctx context.Context, tenantID string, limit, offset in
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_documents WHERE tenant_id = ?`, tenantID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+documentColumns+` FROM knowledge_documents
+	rows, err := tx.QueryContext(ctx, `SELECT `+documentColumns+` FROM `+documentsFrom+`
 		WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, tenantID, limit, max(offset, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("knowledge: documents: %w", err)
@@ -254,13 +267,25 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanDocument reads documentColumns, then content when withContent.
+// addedBy is what the added_by column keeps: "" when the document's own
+// tenant added it.
+func addedBy(doc knowledge.Document) string {
+	if doc.AddedBy == doc.TenantID {
+		return ""
+	}
+	return doc.AddedBy
+}
+
+// scanDocument reads documentColumns, then contentColumns when
+// withContent.
 func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
 	var d knowledge.Document
 	var created string
-	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &created}
+	p := &d.Progress
+	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &created,
+		&d.Status, &d.Error, &d.Attempts, &p.PagesDone, &p.PagesTotal, &p.ChunksTotal, &p.ChunksEmbedded, &p.ChunksWritten}
 	if withContent {
-		dest = append(dest, &d.Content)
+		dest = append(dest, &d.Content, &d.AddedBy)
 	}
 	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -273,5 +298,8 @@ func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
 		return d, err
 	}
 	d.CreatedAt = t
+	if withContent {
+		d.AddedBy = cmp.Or(d.AddedBy, d.TenantID)
+	}
 	return d, nil
 }

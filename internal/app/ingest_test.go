@@ -1,0 +1,324 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/providertest"
+)
+
+// withEmbeddings points knowledge.embedding at srv.
+func withEmbeddings(srv *knowledgetest.EmbeddingServer) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Knowledge.Embedding = config.Embedding{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed",
+			APIKey: "sk-test", BatchSize: 2, Timeout: 30 * time.Second}
+	}
+}
+
+// withBackgroundIngest sends every upload over 100 bytes to the
+// background.
+func withBackgroundIngest(c *config.Config) {
+	c.Knowledge.Ingest.BackgroundBytes = 100
+	c.Knowledge.Ingest.StaleAfter = time.Second
+}
+
+// bigDocument is a Markdown document of several chunks mentioning word.
+func bigDocument(word string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Field guide to the %s\n\n", word)
+	for i := range 12 {
+		fmt.Fprintf(&b, "## Part %d\n\n", i+1)
+		for range 30 {
+			fmt.Fprintf(&b, "Observers of the %s note behaviour number %d in the wild. ", word, i)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// upload posts content as JSON and returns the status and the document
+// (zero for an error answer: its "error" is an object, a document's a
+// string).
+func (h *harness) upload(title, content string, shared bool) (int, handler.DocumentJSON) {
+	h.t.Helper()
+	body, _ := json.Marshal(map[string]any{"title": title, "content": content, "shared": shared})
+	resp := h.do(context.Background(), "POST", "/api/v1/knowledge/documents", string(body))
+	defer resp.Body.Close()
+	var d handler.DocumentJSON
+	if resp.StatusCode < 300 {
+		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+			h.t.Fatalf("upload: %d: %v", resp.StatusCode, err)
+		}
+	}
+	return resp.StatusCode, d
+}
+
+func (h *harness) document(id string) handler.DocumentJSON {
+	h.t.Helper()
+	var d handler.DocumentJSON
+	if code := h.call("GET", "/api/v1/knowledge/documents/"+id, "", &d); code != http.StatusOK {
+		h.t.Fatalf("GET document %s: %d", id, code)
+	}
+	return d
+}
+
+// waitDocument polls the document until ok accepts it (10 s at most).
+func (h *harness) waitDocument(id string, ok func(handler.DocumentJSON) bool) handler.DocumentJSON {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		d := h.document(id)
+		if ok(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("document %s never got there; last: %+v (progress %+v)", id, d, d.Progress)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func hasStatus(s string) func(handler.DocumentJSON) bool {
+	return func(d handler.DocumentJSON) bool { return d.Status == s }
+}
+
+func TestLargeUploadIsIngestedInTheBackgroundAndSearchableOnlyOnceReady(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	h := newHarness(t, withEmbeddings(emb), withBackgroundIngest)
+
+	// A small upload stays synchronous.
+	if code, d := h.upload("Tiny", "# Tiny\n\nsmall note", false); code != http.StatusCreated || d.Status != "ready" {
+		t.Fatalf("small upload: %d %+v", code, d)
+	}
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	code, doc := h.upload("", bigDocument("okapi"), false)
+	if code != http.StatusAccepted || doc.Status != "processing" || doc.ID == "" || doc.Progress == nil {
+		close(gate)
+		t.Fatalf("large upload: %d %+v; want 202 processing", code, doc)
+	}
+	// Chunked, waiting for its embeddings: not searchable yet.
+	d := h.waitDocument(doc.ID, func(d handler.DocumentJSON) bool { return d.Progress != nil && d.Progress.ChunksTotal > 0 })
+	if hits := h.search("okapi behaviour").Hits; len(hits) != 0 {
+		close(gate)
+		t.Fatalf("a processing document was found: %+v", hits)
+	}
+	var list struct {
+		Documents []handler.DocumentJSON
+	}
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if len(list.Documents) != 2 || list.Documents[0].ID != doc.ID || list.Documents[0].Status != "processing" {
+		t.Errorf("listing during processing: %+v", list.Documents)
+	}
+	total := d.Progress.ChunksTotal
+	close(gate)
+
+	// Progress moves: embedded chunks counted, then ready.
+	ready := h.waitDocument(doc.ID, hasStatus("ready"))
+	if ready.Progress != nil || ready.Error != "" || ready.Chunks != total || !ready.Embedded || ready.Title != "Field guide to the okapi" {
+		t.Errorf("ready document = %+v; want %d embedded chunks and the heading as title", ready, total)
+	}
+	hits := h.search("okapi behaviour").Hits
+	if len(hits) == 0 || hits[0].DocumentID != doc.ID {
+		t.Fatalf("search after ready: %+v", hits)
+	}
+	// The same text again is known for a duplicate before it is queued.
+	code, again := h.upload("", bigDocument("okapi"), false)
+	if code != http.StatusOK || !again.Duplicate || again.ID != doc.ID {
+		t.Errorf("second upload: %d %+v; want 200 and the first document", code, again)
+	}
+}
+
+func TestBadBackgroundUploadsFailWithAReasonAndTheServerKeepsServing(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	for _, tc := range []struct{ name, content, reason string }{
+		{"whitespace", strings.Repeat(" \n", 200), "The document has no text."},
+		{"binary", strings.Repeat("ab\x00", 100), "not text"},
+	} {
+		code, d := h.upload(tc.name, tc.content, false)
+		if code != http.StatusAccepted {
+			t.Fatalf("%s: %d %+v", tc.name, code, d)
+		}
+		failed := h.waitDocument(d.ID, hasStatus("failed"))
+		if !strings.Contains(failed.Error, tc.reason) || failed.Chunks != 0 {
+			t.Errorf("%s: failed document = %+v; want the reason %q", tc.name, failed, tc.reason)
+		}
+	}
+	if hits := h.search("ab").Hits; len(hits) != 0 {
+		t.Errorf("a failed document was found: %+v", hits)
+	}
+	if code, d := h.upload("fine", bigDocument("gecko"), false); code != http.StatusAccepted {
+		t.Fatalf("good upload after bad ones: %d", code)
+	} else {
+		h.waitDocument(d.ID, hasStatus("ready"))
+	}
+}
+
+func TestAFullIngestQueueRefusesUploadsWith503(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	h := newHarness(t, withEmbeddings(emb), withBackgroundIngest, func(c *config.Config) {
+		c.Knowledge.Ingest.Workers, c.Knowledge.Ingest.Queue = 1, 1
+	})
+	released := false
+	defer func() {
+		if !released {
+			close(gate)
+		}
+	}()
+	var ids []string
+	for _, word := range []string{"ibis", "heron"} {
+		code, d := h.upload("", bigDocument(word), false)
+		if code != http.StatusAccepted {
+			t.Fatalf("upload %s: %d", word, code)
+		}
+		ids = append(ids, d.ID)
+	}
+	resp := h.do(context.Background(), "POST", "/api/v1/knowledge/documents",
+		`{"content":`+mustJSON(bigDocument("stork"))+`}`)
+	var e handler.ErrorBody
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "ingest_busy" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third upload: %d %+v; want 503 ingest_busy with Retry-After", resp.StatusCode, e)
+	}
+	// Answers are not held up by the ingest.
+	if code := h.call("GET", "/api/v1/sessions", "", nil); code != http.StatusOK {
+		t.Fatalf("sessions while ingesting: %d", code)
+	}
+	close(gate)
+	released = true
+	for _, id := range ids {
+		h.waitDocument(id, hasStatus("ready"))
+	}
+	if code, _ := h.upload("", bigDocument("stork"), false); code != http.StatusAccepted {
+		t.Errorf("upload once the queue drained: %d", code)
+	}
+}
+
+func listenLocal() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// helperServerEnv names the database a re-executed test binary serves
+// (TestHelperServerProcess), and helperEmbeddingsEnv its embeddings URL.
+const (
+	helperServerEnv     = "CHATPIPE_TEST_HELPER_SERVER_DB"
+	helperEmbeddingsEnv = "CHATPIPE_TEST_HELPER_EMBEDDINGS"
+)
+
+// TestHelperServerProcess is not a test: it is the server that
+// TestServerKilledMidIngestResumesTheDocument starts in a process of its
+// own (this test binary run again) and kills with SIGKILL.
+func TestHelperServerProcess(t *testing.T) {
+	dbPath := os.Getenv(helperServerEnv)
+	if dbPath == "" {
+		t.Skip("runs only as the child process of TestServerKilledMidIngestResumesTheDocument")
+	}
+	cfg := config.Default()
+	cfg.Storage.SQLite.Path = dbPath
+	cfg.Knowledge.Embedding = config.Embedding{Provider: "openai", BaseURL: os.Getenv(helperEmbeddingsEnv), Model: "hash-embed",
+		APIKey: "sk-test", BatchSize: 2, Timeout: time.Minute}
+	withBackgroundIngest(cfg)
+	a, err := app.New(context.Background(), cfg, app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: a.Handler()}
+	ln, err := listenLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("LISTEN http://%s\n", ln.Addr())
+	_ = srv.Serve(ln) // until killed
+}
+
+func TestServerKilledMidIngestResumesTheDocument(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	dbPath := filepath.Join(t.TempDir(), "chatpipe.db")
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServerProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperServerEnv+"="+dbPath, helperEmbeddingsEnv+"="+emb.BaseURL())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	base := ""
+	for lines.Scan() {
+		if u, ok := strings.CutPrefix(lines.Text(), "LISTEN "); ok {
+			base = u
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("the child server never said where it listens")
+	}
+	go func() { // keep the pipe drained until the child dies
+		for lines.Scan() {
+		}
+	}()
+
+	child := &harness{t: t, client: &http.Client{Transport: &http.Transport{}}, base: base}
+	code, doc := child.upload("", bigDocument("pangolin"), false)
+	if code != http.StatusAccepted {
+		t.Fatalf("upload to the child: %d", code)
+	}
+	child.waitDocument(doc.ID, func(d handler.DocumentJSON) bool { return d.Progress != nil && d.Progress.ChunksTotal > 0 })
+
+	// kill -9 in the middle of embedding: no Close, no release.
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killed = true
+	close(gate)
+
+	provider := providertest.New(t)
+	cfg := baseConfig(t, provider)
+	cfg.Storage.SQLite.Path = dbPath
+	withEmbeddings(emb)(cfg)
+	withBackgroundIngest(cfg)
+	h := startHarness(t, provider, cfg, "")
+	if d := h.document(doc.ID); d.Status != "processing" {
+		t.Fatalf("after the kill the document is %q, want still processing (then resumed)", d.Status)
+	}
+	ready := h.waitDocument(doc.ID, func(d handler.DocumentJSON) bool { return d.Status != "processing" })
+	if ready.Status != "ready" || !ready.Embedded {
+		t.Fatalf("resumed document = %+v; want ready and embedded", ready)
+	}
+	if hits := h.search("pangolin").Hits; len(hits) == 0 || hits[0].DocumentID != doc.ID {
+		t.Fatalf("search after the resumed ingest: %+v", hits)
+	}
+}

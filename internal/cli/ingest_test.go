@@ -1,0 +1,196 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/cli"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+
+// writeTree creates files (path → content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runIngest runs `chatpipe ingest args...` and returns its exit code and
+// output.
+func runIngest(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd, ok := cli.Lookup("ingest")
+	if !ok {
+		t.Fatal("the ingest command is not registered")
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), cmd, args, &out, &errOut)
+	return code, out.String() + errOut.String()
+}
+
+const alpha = "# Alpha guide\n\nThe alpaca eats grass on the high plains."
+
+func sampleFolder(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "docs")
+	writeTree(t, dir, map[string]string{
+		"a.md":              alpha,
+		"copy-of-a.md":      alpha,
+		"sub/b.txt":         "Bison roam the northern prairie in herds.",
+		"sub/deeper/c.html": "<html><head><title>Condor notes</title></head><body><p>The condor soars over canyons.</p></body></html>",
+		"empty.txt":         "  \n",
+		"image.png":         "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+		"big.md":            "# Big\n\n" + strings.Repeat("too many words here ", 300),
+		".hidden/secret.md": "# Secret\n\nnever ingested",
+	})
+	return dir
+}
+
+func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
+	root := t.TempDir()
+	dbPath := filepath.Join(root, "chatpipe.db")
+	cfgPath := filepath.Join(root, "config.yaml")
+	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
+		"\nknowledge:\n  sample_docs: false\n  max_upload_bytes: 4096\n"})
+	dir := sampleFolder(t)
+
+	code, out := runIngest(t, "-config", cfgPath, dir)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1 (files were refused)\n%s", code, out)
+	}
+	for _, want := range []string{
+		"3 ingested, 1 skipped as duplicates, 3 refused",
+		"ingested   " + filepath.Join(dir, "a.md"),
+		"duplicate  " + filepath.Join(dir, "copy-of-a.md") + ` (same content as "Alpha guide"`,
+		"ingested   " + filepath.Join(dir, "sub", "deeper", "c.html"),
+		"refused    " + filepath.Join(dir, "empty.txt") + ": document is empty",
+		"refused    " + filepath.Join(dir, "image.png") + ":",
+		"refused    " + filepath.Join(dir, "big.md") + ": too large",
+		"chatpipe ingest: 3 of 7 files refused",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("a hidden folder was ingested:\n%s", out)
+	}
+	if strings.Contains(out, "\r") || strings.Contains(out, "\033[") {
+		t.Errorf("progress bars drawn on a non-terminal:\n%q", out)
+	}
+
+	// What the server would see, from the same file.
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.OpenKnowledge(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	docs, total, err := svc.Documents(context.Background(), knowledge.DefaultTenant, 10, 0)
+	if err != nil || total != 3 {
+		t.Fatalf("documents = %+v, %d, %v; want 3", docs, total, err)
+	}
+	res, err := svc.Search(context.Background(), pipeline.SearchRequest{Query: "condor canyons"})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Title != "Condor notes" {
+		t.Errorf("search = %+v, %v", res.Hits, err)
+	}
+
+	// Again, one good file only: a duplicate, and nothing refused.
+	if code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "sub", "b.txt")); code != 0 ||
+		!strings.Contains(out, "0 ingested, 1 skipped as duplicates, 0 refused") {
+		t.Errorf("second run: exit %d\n%s", code, out)
+	}
+	if code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "missing.md")); code != 1 ||
+		!strings.Contains(out, "no such file or directory") {
+		t.Errorf("a missing path: exit %d\n%s", code, out)
+	}
+}
+
+func TestIngestWithoutPathsIsAUsageError(t *testing.T) {
+	code, out := runIngest(t)
+	if code != 2 || !strings.Contains(out, "usage: chatpipe ingest") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+func TestIngestThroughTheServerFollowsBackgroundIngestsAndSharesDocuments(t *testing.T) {
+	const acmeKey, betaKey = "acme-0123456789abcdef", "beta-0123456789abcdef"
+	cfg := config.Default()
+	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
+	cfg.Knowledge.MaxUploadBytes = 4096
+	cfg.Knowledge.Ingest.BackgroundBytes = 50 // a.md and b.txt go to the background
+	cfg.Auth.Keys = []config.AuthKey{{Tenant: "acme", Key: acmeKey, ManageShared: true}, {Tenant: "beta", Key: betaKey}}
+	a, err := app.New(context.Background(), cfg, app.Options{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer func() {
+		srv.Close()
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	dir := sampleFolder(t)
+
+	code, out := runIngest(t, "-server", srv.URL, "-key", betaKey, "-shared", filepath.Join(dir, "a.md"))
+	if code != 1 || !strings.Contains(out, "may not add shared documents") {
+		t.Errorf("shared upload with beta's key: exit %d\n%s", code, out)
+	}
+	code, out = runIngest(t, "-server", srv.URL, "-key", acmeKey, "-shared", dir)
+	if code != 1 || !strings.Contains(out, "3 ingested, 1 skipped as duplicates, 3 refused") ||
+		!strings.Contains(out, "refused    "+filepath.Join(dir, "big.md")+": The document is larger than the limit") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+
+	// beta reads what acme shared.
+	req, _ := http.NewRequest("GET", srv.URL+"/api/v1/knowledge/documents", nil)
+	req.Header.Set("Authorization", "Bearer "+betaKey)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Documents []struct {
+			Title, Status string
+			Shared        bool
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Documents) != 3 {
+		t.Fatalf("beta lists %+v; want the 3 shared documents", list.Documents)
+	}
+	for _, d := range list.Documents {
+		if !d.Shared || d.Status != "ready" {
+			t.Errorf("document %+v: want shared and ready", d)
+		}
+	}
+}

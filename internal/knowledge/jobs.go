@@ -1,0 +1,321 @@
+package knowledge
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ErrBusy: the background queue is full; the upload was not stored and
+// may be sent again later.
+var ErrBusy = errors.New("too many documents are being ingested; try again shortly")
+
+// errStore marks a failure of the store (not of the document) inside an
+// ingest: the user sees a generic reason, the log the error.
+var errStore = errors.New("storing the document failed")
+
+// progressEvery bounds how often a background ingest writes its progress.
+const progressEvery = 250 * time.Millisecond
+
+// background runs background ingests: a fixed number of workers take
+// document ids from queue; slots (queue plus workers) bound the jobs
+// queued or running, so a burst of uploads is refused rather than piled
+// up; a janitor keeps running jobs alive in the store and claims the
+// ones a stopped or dead process left (ClaimStale).
+type background struct {
+	slots       chan struct{}
+	queue       chan string
+	staleAfter  time.Duration
+	maxAttempts int
+
+	ctx    context.Context // ends at Close: running ingests stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]Progress // id → latest progress, for the heartbeat
+}
+
+// StartBackground starts the background ingest (knowledge.ingest:
+// workers, queue, stale_after, max_attempts), which Close stops. Without
+// it, IngestBackground refuses and processing documents wait for a
+// process that runs it: a command that only adds documents (chatpipe
+// ingest) never resumes a server's work. It resumes at once the documents
+// a previous run released, and the others once they go stale.
+func (s *Service) StartBackground() {
+	if s.bg != nil {
+		return
+	}
+	cfg := s.config().Ingest
+	workers, queue := max(cfg.Workers, 1), max(cfg.Queue, 0)
+	bg := &background{
+		slots:       make(chan struct{}, workers+queue),
+		queue:       make(chan string, workers+queue),
+		staleAfter:  cmp.Or(cfg.StaleAfter, time.Minute),
+		maxAttempts: max(cfg.MaxAttempts, 1),
+		running:     map[string]Progress{},
+	}
+	bg.ctx, bg.cancel = context.WithCancel(context.Background())
+	s.bg = bg
+	for range workers {
+		bg.wg.Go(func() {
+			for {
+				select {
+				case <-bg.ctx.Done():
+					return
+				case id := <-bg.queue:
+					s.runJob(id)
+					<-bg.slots
+				}
+			}
+		})
+	}
+	bg.wg.Go(s.janitor)
+}
+
+// stopBackground stops the workers and the janitor; the documents they
+// had (running or queued) are released for the next run to resume.
+func (s *Service) stopBackground() {
+	bg := s.bg
+	if bg == nil {
+		return
+	}
+	bg.cancel()
+	bg.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		select {
+		case id := <-bg.queue:
+			s.release(ctx, id)
+		default:
+			return
+		}
+	}
+}
+
+// release marks id's ingest as stopped, so that the next run takes it at
+// once instead of after stale_after.
+func (s *Service) release(ctx context.Context, id string) {
+	if err := s.store.ReleaseDocument(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.Warn("could not release an interrupted ingest; it resumes once stale", zap.String("document_id", id), zap.Error(err))
+	}
+}
+
+// IngestBackground stores req as a processing document and queues its
+// ingest; the document's status, progress and error tell how it goes. A
+// wrong size or media type is refused at once, as by Ingest; a full
+// queue is ErrBusy. What only the ingest finds (empty text, a duplicate,
+// a broken file) makes the document failed, with the reason.
+func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Document, error) {
+	bg := s.bg
+	if bg == nil {
+		return Document{}, errors.New("knowledge: background ingest is not running")
+	}
+	if limit := s.config().MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
+		return Document{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
+	}
+	mediaType, err := resolveMediaType(req.MediaType, req.Source)
+	if err != nil {
+		return Document{}, err
+	}
+	if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
+		return existing, err
+	}
+	select {
+	case bg.slots <- struct{}{}:
+	default:
+		return Document{}, ErrBusy
+	}
+	doc, err := s.store.BeginDocument(ctx, Document{
+		ID:        newDocumentID(),
+		TenantID:  cmp.Or(req.TenantID, DefaultTenant),
+		AddedBy:   req.AddedBy,
+		Title:     strings.Join(strings.Fields(req.Title), " "),
+		Source:    strings.TrimSpace(req.Source),
+		MediaType: mediaType,
+	}, []byte(req.Content))
+	if err != nil {
+		<-bg.slots
+		return Document{}, err
+	}
+	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
+	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
+		zap.Int("bytes", len(req.Content)))
+	return doc, nil
+}
+
+// textDuplicate finds, before anything is stored, the document a text
+// upload duplicates (it returns it with ErrDuplicate, as Ingest does):
+// its text is the content normalised, cheap to compute, so a second
+// upload of the same file is answered at once instead of queued and then
+// failed. Other formats are compared once parsed, in the background.
+func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaType string) (Document, error) {
+	if (mediaType != MediaPlain && mediaType != MediaMarkdown && mediaType != MediaHTML) || checkText(req.Content) != nil {
+		return Document{}, nil
+	}
+	text := normalizeText(req.Content)
+	if mediaType == MediaHTML {
+		var err error
+		if text, err = HTMLToText(text); err != nil {
+			return Document{}, nil // the ingest itself reports it
+		}
+	}
+	existing, err := s.store.DocumentByHash(ctx, cmp.Or(req.TenantID, DefaultTenant), ContentHash(text))
+	switch {
+	case err == nil:
+		return existing, ErrDuplicate
+	case errors.Is(err, ErrNotFound):
+		return Document{}, nil
+	}
+	return Document{}, err
+}
+
+// runJob ingests one processing document into itself, then makes it
+// ready, or failed with a reason a user can act on.
+func (s *Service) runJob(id string) {
+	bg := s.bg
+	ctx := bg.ctx
+	doc, err := s.store.Document(ctx, id)
+	if err != nil || doc.Status != StatusProcessing {
+		return // deleted, or taken by another process meanwhile
+	}
+	if doc.Attempts > bg.maxAttempts {
+		s.fail(id, fmt.Sprintf("The server stopped %d times while ingesting this document; upload it again.", doc.Attempts-1))
+		return
+	}
+	upload, err := s.store.Upload(ctx, id)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+			s.log.Error("background ingest: read the upload", zap.String("document_id", id), zap.Error(err))
+		}
+		return
+	}
+	bg.mu.Lock()
+	bg.running[id] = Progress{}
+	bg.mu.Unlock()
+	defer func() {
+		bg.mu.Lock()
+		delete(bg.running, id)
+		bg.mu.Unlock()
+	}()
+
+	var lastWrite time.Time
+	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Content: string(upload), Source: doc.Source, MediaType: doc.MediaType,
+		Progress: func(p Progress) {
+			bg.mu.Lock()
+			bg.running[id] = p
+			bg.mu.Unlock()
+			if time.Since(lastWrite) < progressEvery {
+				return
+			}
+			lastWrite = time.Now()
+			if err := s.store.UpdateProgress(ctx, id, p); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+				s.log.Warn("background ingest: record progress", zap.String("document_id", id), zap.Error(err))
+			}
+		}}
+	stored, err := s.ingestAs(ctx, req, s.embedder != nil, id)
+	switch {
+	case err == nil:
+		if stored.Warning != "" {
+			s.log.Warn("background ingest: "+stored.Warning, zap.String("document_id", id))
+		}
+	case ctx.Err() != nil:
+		release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.release(release, id)
+	case errors.Is(err, ErrDuplicate):
+		s.fail(id, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID))
+	case errors.Is(err, ErrNotFound):
+		// Deleted (or finished by another process) meanwhile.
+	case errors.Is(err, errStore):
+		s.log.Error("background ingest failed", zap.String("document_id", id), zap.Error(err))
+		s.fail(id, "Storing the document failed; see the server log, then upload it again.")
+	default:
+		s.fail(id, failureReason(err))
+	}
+}
+
+// fail marks id failed with reason (logged too).
+func (s *Service) fail(id, reason string) {
+	s.log.Info("background ingest failed", zap.String("document_id", id), zap.String("reason", reason))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.bg.ctx), 5*time.Second)
+	defer cancel()
+	if err := s.store.FailDocument(ctx, id, reason); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.Error("background ingest: mark failed", zap.String("document_id", id), zap.Error(err))
+	}
+}
+
+// failureReason is what the user reads about a document that could not
+// be ingested: the error of the document's own check or parser, as a
+// sentence.
+func failureReason(err error) string {
+	switch {
+	case errors.Is(err, ErrEmpty):
+		return "The document has no text."
+	}
+	msg := strings.TrimPrefix(err.Error(), "knowledge: ")
+	msg = capitalize(msg)
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
+}
+
+// janitor keeps the running ingests alive in the store and claims stale
+// ones (those of a process that stopped or died), as slots allow.
+func (s *Service) janitor() {
+	bg := s.bg
+	tick := time.NewTicker(max(bg.staleAfter/3, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		s.claimStale()
+		select {
+		case <-bg.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		bg.mu.Lock()
+		alive := make(map[string]Progress, len(bg.running))
+		for id, p := range bg.running {
+			alive[id] = p
+		}
+		bg.mu.Unlock()
+		for id, p := range alive {
+			if err := s.store.UpdateProgress(bg.ctx, id, p); err != nil && bg.ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+				s.log.Warn("background ingest: heartbeat", zap.String("document_id", id), zap.Error(err))
+			}
+		}
+	}
+}
+
+// claimStale queues the stale processing documents there are free slots
+// for. The slots are taken after the claim, not held during it, so that
+// uploads meanwhile are not refused; a claimed document that then finds
+// no slot (uploads took them) is released for a later claim.
+func (s *Service) claimStale() {
+	bg := s.bg
+	free := cap(bg.slots) - len(bg.slots)
+	if free <= 0 {
+		return
+	}
+	docs, err := s.store.ClaimStale(bg.ctx, time.Now().Add(-bg.staleAfter), free)
+	if err != nil && bg.ctx.Err() == nil {
+		s.log.Warn("background ingest: claim stale documents", zap.Error(err))
+	}
+	for _, d := range docs {
+		select {
+		case bg.slots <- struct{}{}:
+			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
+			bg.queue <- d.ID
+		default:
+			s.release(bg.ctx, d.ID)
+		}
+	}
+}

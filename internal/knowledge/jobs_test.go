@@ -1,0 +1,144 @@
+package knowledge_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// backgroundService is a started service over the SQLite file at path,
+// embedding through srv; the caller closes it.
+func backgroundService(t *testing.T, path string, srv *knowledgetest.EmbeddingServer, staleAfter time.Duration) *knowledge.Service {
+	t.Helper()
+	store, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Embedding = config.Embedding{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed", APIKey: "sk-test",
+		BatchSize: 2, Timeout: 30 * time.Second}
+	cfg.Ingest = config.Ingest{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
+	emb, err := knowledge.NewEmbedder(cfg.Embedding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := knowledge.NewService(store, emb, cfg, nil)
+	svc.StartBackground()
+	return svc
+}
+
+func longMarkdown(word string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# All about the %s\n\n", word)
+	for i := range 8 {
+		fmt.Fprintf(&b, "## Section %d\n\n%s\n\n", i, strings.Repeat("The "+word+" is described here at length. ", 40))
+	}
+	return b.String()
+}
+
+// waitFor polls the document until ok accepts it.
+func waitFor(t *testing.T, svc *knowledge.Service, id string, ok func(knowledge.Document) bool) knowledge.Document {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := svc.Document(t.Context(), knowledge.DefaultTenant, id)
+		if err != nil {
+			t.Fatalf("Document: %v", err)
+		}
+		if ok(d) {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("document %s never got there: %+v", id, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Close stops the workers (goleak checks none is left) and releases the
+// document being ingested: the next service resumes it at once, long
+// before it would count as stale.
+func TestCloseReleasesARunningIngestAndTheNextStartResumesIt(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+
+	first := backgroundService(t, path, srv, time.Hour)
+	doc, err := first.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil || doc.Status != knowledge.StatusProcessing {
+		t.Fatalf("IngestBackground = %+v, %v", doc, err)
+	}
+	waitFor(t, first, doc.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+	if err := first.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	close(gate)
+
+	second := backgroundService(t, path, srv, time.Hour)
+	defer second.Close()
+	ready := waitFor(t, second, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
+	if ready.Status != knowledge.StatusReady || !ready.Embedded || ready.Title != "All about the axolotl" {
+		t.Fatalf("resumed document = %+v", ready)
+	}
+	res, err := second.Search(t.Context(), pipeline.SearchRequest{Query: "axolotl"})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].DocumentID != doc.ID {
+		t.Errorf("search = %+v, %v", res.Hits, err)
+	}
+}
+
+// A document whose ingest keeps being cut short is failed after
+// max_attempts, with a reason, instead of being retried for ever.
+func TestADocumentInterruptedTooOftenFails(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	defer close(gate)
+	srv.Hold(gate)
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	svc := backgroundService(t, path, srv, time.Hour)
+	doc, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("tapir"), Source: "tapir.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 3; attempt++ { // each cut short
+		waitFor(t, svc, doc.ID, func(d knowledge.Document) bool { return d.Attempts == attempt && d.Progress.ChunksTotal > 0 })
+		if err := svc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		svc = backgroundService(t, path, srv, time.Hour)
+	}
+	defer svc.Close()
+	failed := waitFor(t, svc, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
+	if failed.Status != knowledge.StatusFailed || !strings.Contains(failed.Error, "stopped 3 times") {
+		t.Fatalf("document = %+v; want failed after 3 interrupted attempts", failed)
+	}
+}
+
+func TestIngestBackgroundRefusesWhatItCanTellAtOnce(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	svc := backgroundService(t, filepath.Join(t.TempDir(), "chatpipe.db"), srv, time.Hour)
+	defer svc.Close()
+	for _, tc := range []struct {
+		req  knowledge.IngestRequest
+		want error
+	}{
+		{knowledge.IngestRequest{Content: strings.Repeat("a", 3<<20)}, knowledge.ErrTooLarge},
+		{knowledge.IngestRequest{Content: "x", MediaType: "image/png"}, knowledge.ErrUnsupportedType},
+	} {
+		if _, err := svc.IngestBackground(t.Context(), tc.req); !errors.Is(err, tc.want) {
+			t.Errorf("IngestBackground: %v, want %v", err, tc.want)
+		}
+	}
+	if _, total, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); total != 0 {
+		t.Errorf("%d documents stored after refusals", total)
+	}
+}

@@ -1,0 +1,190 @@
+package knowledgetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+)
+
+// ingestTests: the background-ingest lifecycle (processing → ready or
+// failed) and who added a document.
+var ingestTests = []test{
+	{"AProcessingDocumentIsListedButNeverSearchedNorADuplicate", func(t *testing.T, s knowledge.Store) {
+		v0 := version(t, s)
+		begun, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", TenantID: "acme", Title: "big.md", Source: "big.md",
+			MediaType: knowledge.MediaMarkdown}, []byte("# Big\n\nzebra crossing"))
+		if err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		if begun.Status != knowledge.StatusProcessing || begun.Attempts != 1 || begun.Content != "" {
+			t.Errorf("BeginDocument returned %+v; want processing, attempt 1, no content", begun)
+		}
+		if v := version(t, s); v != v0 {
+			t.Errorf("version moved from %d to %d on BeginDocument: nothing searchable changed", v0, v)
+		}
+		docs, total, err := s.Documents(t.Context(), "acme", 10, 0)
+		if err != nil || total != 1 || len(docs) != 1 || docs[0].Status != knowledge.StatusProcessing {
+			t.Fatalf("Documents = %+v, %d, %v; want the processing document", docs, total, err)
+		}
+		if up, err := s.Upload(t.Context(), "p1"); err != nil || string(up) != "# Big\n\nzebra crossing" {
+			t.Errorf("Upload = %q, %v", up, err)
+		}
+		p := knowledge.Progress{PagesDone: 2, PagesTotal: 5, ChunksTotal: 3, ChunksEmbedded: 1}
+		if err := s.UpdateProgress(t.Context(), "p1", p); err != nil {
+			t.Fatalf("UpdateProgress: %v", err)
+		}
+		if d, err := s.Document(t.Context(), "p1"); err != nil || d.Progress != p || d.Status != knowledge.StatusProcessing || d.AddedBy != "acme" {
+			t.Errorf("Document = %+v, %v; want progress %+v", d, err, p)
+		}
+		if hits := keywordIn(t, s, "acme", "zebra", 10); len(hits) != 0 {
+			t.Errorf("a processing document was searched: %+v", hits)
+		}
+		// The same content added meanwhile is no duplicate of it.
+		doc, chunks := newDoc("r1", "Ready", "zebra crossing")
+		doc.TenantID = "acme"
+		add(t, s, doc, chunks)
+	}},
+
+	{"FinishDocumentMakesItReadyAndSearchableAtOnce", func(t *testing.T, s knowledge.Store) {
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "upload.md", Source: "upload.md"}, []byte("x")); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		v0 := version(t, s)
+		doc, chunks := newDoc("p1", "Giraffes", "giraffe necks are long", "okapi relatives")
+		chunks[0].Embedding = []float32{1, 0}
+		chunks[1].Embedding = []float32{0, 1}
+		got, err := s.FinishDocument(t.Context(), doc, chunks)
+		if err != nil {
+			t.Fatalf("FinishDocument: %v", err)
+		}
+		if got.Status != knowledge.StatusReady || got.Title != "Giraffes" || got.Chunks != 2 || !got.Embedded ||
+			got.ContentHash != knowledge.ContentHash(doc.Content) || got.Source != "upload.md" {
+			t.Errorf("FinishDocument returned %+v", got)
+		}
+		if v := version(t, s); v == v0 {
+			t.Error("version did not move when the document became searchable")
+		}
+		if ids := docIDs(keyword(t, s, "giraffe", 10)); !slices.Equal(ids, []string{"p1"}) {
+			t.Errorf("keyword search found %v, want [p1]", ids)
+		}
+		if ids := docIDs(vector(t, s, []float32{0, 1}, 10)); !slices.Equal(ids, []string{"p1"}) {
+			t.Errorf("vector search found %v, want [p1]", ids)
+		}
+		d, err := s.Document(t.Context(), "p1")
+		if err != nil || d.Status != knowledge.StatusReady || d.Content != doc.Content || d.Progress != (knowledge.Progress{}) {
+			t.Errorf("Document = %+v, %v", d, err)
+		}
+		if _, err := s.Upload(t.Context(), "p1"); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("Upload of a ready document: %v, want ErrNotFound (the upload is dropped)", err)
+		}
+		if _, err := s.FinishDocument(t.Context(), doc, chunks); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("FinishDocument twice: %v, want ErrNotFound", err)
+		}
+		if err := s.UpdateProgress(t.Context(), "p1", knowledge.Progress{}); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("UpdateProgress of a ready document: %v, want ErrNotFound", err)
+		}
+	}},
+
+	{"FinishDocumentRefusesADuplicateAndStoresNothing", func(t *testing.T, s knowledge.Store) {
+		addParagraphs(t, s, "r1", "Original", "same words")
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "copy"}, []byte("same words")); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		doc, chunks := newDoc("p1", "Copy", "same words")
+		existing, err := s.FinishDocument(t.Context(), doc, chunks)
+		if !errors.Is(err, knowledge.ErrDuplicate) || existing.ID != "r1" {
+			t.Fatalf("FinishDocument = %+v, %v; want r1 and ErrDuplicate", existing, err)
+		}
+		if d, err := s.Document(t.Context(), "p1"); err != nil || d.Status != knowledge.StatusProcessing {
+			t.Errorf("after a refused finish: %+v, %v; want still processing", d, err)
+		}
+		if hits := keyword(t, s, "same", 10); len(hits) != 1 {
+			t.Errorf("keyword search found %d chunks, want 1 (the original's)", len(hits))
+		}
+	}},
+
+	{"FailDocumentKeepsTheReasonAndDropsTheUpload", func(t *testing.T, s knowledge.Store) {
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "scan.pdf"}, []byte("%PDF")); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		if err := s.FailDocument(t.Context(), "p1", "no extractable text (scanned PDF?)"); err != nil {
+			t.Fatalf("FailDocument: %v", err)
+		}
+		d, err := s.Document(t.Context(), "p1")
+		if err != nil || d.Status != knowledge.StatusFailed || d.Error != "no extractable text (scanned PDF?)" {
+			t.Errorf("Document = %+v, %v; want failed with the reason", d, err)
+		}
+		if _, err := s.Upload(t.Context(), "p1"); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("Upload of a failed document: %v, want ErrNotFound", err)
+		}
+		if err := s.FailDocument(t.Context(), "p1", "again"); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("FailDocument twice: %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteDocument(t.Context(), "p1"); err != nil {
+			t.Errorf("DeleteDocument of a failed document: %v", err)
+		}
+		if _, err := s.Document(t.Context(), "p1"); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("Document after delete: %v", err)
+		}
+	}},
+
+	{"ClaimStaleTakesQuietIngestsOnceUntilTheyGoQuietAgain", func(t *testing.T, s knowledge.Store) {
+		for _, id := range []string{"p1", "p2", "p3"} {
+			if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: id, Title: id}, []byte(id)); err != nil {
+				t.Fatalf("BeginDocument: %v", err)
+			}
+		}
+		if err := s.FailDocument(t.Context(), "p3", "broken"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(got) != 0 {
+			t.Fatalf("ClaimStale of fresh ingests = %+v, %v; want none", got, err)
+		}
+		if err := s.UpdateProgress(t.Context(), "p2", knowledge.Progress{ChunksTotal: 9}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseDocument(t.Context(), "p2"); err != nil {
+			t.Fatalf("ReleaseDocument: %v", err)
+		}
+		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10)
+		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 2 || got[0].Status != knowledge.StatusProcessing ||
+			got[0].Progress != (knowledge.Progress{}) {
+			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 2, its progress zeroed", got, err)
+		}
+		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(again) != 0 {
+			t.Errorf("ClaimStale again = %+v, %v; a claim is alive until it goes quiet", again, err)
+		}
+		// Everything processing is stale by a cut-off in the future; the
+		// failed one never is, and the limit holds.
+		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ClaimStale(limit 1) = %+v, %v", got, err)
+		}
+		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10)
+		ids := make([]string, len(got))
+		for i, d := range got {
+			ids[i] = d.ID
+		}
+		slices.Sort(ids)
+		if err != nil || !slices.Equal(ids, []string{"p1", "p2"}) {
+			t.Errorf("ClaimStale(in an hour) = %v, %v; want p1 and p2 (p3 failed)", ids, err)
+		}
+	}},
+
+	{"AddedByIsTheUploaderOfASharedDocument", func(t *testing.T, s knowledge.Store) {
+		doc, chunks := newDoc("s1", "Shared", "for everyone")
+		doc.TenantID, doc.AddedBy = knowledge.SharedTenant, "acme"
+		add(t, s, doc, chunks)
+		d, err := s.Document(t.Context(), "s1")
+		if err != nil || d.TenantID != knowledge.SharedTenant || d.AddedBy != "acme" {
+			t.Errorf("Document = %+v, %v; want tenant %s added by acme", d, err, knowledge.SharedTenant)
+		}
+		addParagraphs(t, s, "own", "Own", "mine")
+		if d, err := s.Document(t.Context(), "own"); err != nil || d.AddedBy != knowledge.DefaultTenant {
+			t.Errorf("AddedBy of an own document = %q, %v; want its tenant", d.AddedBy, err)
+		}
+	}},
+}

@@ -1,0 +1,6 @@
+-- Shared documents belong to the reserved tenant '_shared' (every tenant
+-- lists, searches and reads them; see knowledge.SharedTenant), so sharing
+-- needs no new index. What the tenant no longer says is who added a shared
+-- document: added_by keeps the uploader's tenant. '' (every document
+-- stored before) means the document's own tenant.
+ALTER TABLE knowledge_documents ADD COLUMN added_by text NOT NULL DEFAULT '';

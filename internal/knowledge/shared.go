@@ -1,0 +1,144 @@
+package knowledge
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// ErrForbidden: the caller may not change the document (a shared one,
+// without the right to manage shared documents).
+var ErrForbidden = errors.New("not allowed")
+
+// Shared documents belong to SharedTenant. Every tenant's listing, search
+// and reads take them in besides its own, here in the service: the stores
+// know tenants only. A search asks the store once per tenant and merges
+// by score (bm25, ts_rank and cosine scores do not depend on the tenant
+// filter, so the two lists compare); the second search is skipped while
+// there are no shared documents.
+
+// sharedState caches whether shared documents exist, per store version.
+type sharedState struct {
+	version int64
+	exists  bool
+}
+
+// Shared reports whether doc is a shared document.
+func (d Document) Shared() bool { return d.TenantID == SharedTenant }
+
+// visibleTo reports whether tenantID may read doc: its own or shared.
+func visibleTo(doc Document, tenantID string) bool {
+	return doc.TenantID == cmp.Or(tenantID, DefaultTenant) || doc.Shared()
+}
+
+// hasShared reports whether the knowledge base holds shared documents,
+// asking the store only when its version moved.
+func (s *Service) hasShared(ctx context.Context) (bool, error) {
+	v, err := s.store.Version(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st := s.shared.Load(); st != nil && st.version == v {
+		return st.exists, nil
+	}
+	_, total, err := s.store.Documents(ctx, SharedTenant, 1, 0)
+	if err != nil {
+		return false, err
+	}
+	s.shared.Store(&sharedState{version: v, exists: total > 0})
+	return total > 0, nil
+}
+
+// searchTenants are the tenants whose chunks tenantID's search covers.
+func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string, error) {
+	tenantID = cmp.Or(tenantID, DefaultTenant)
+	if tenantID == SharedTenant {
+		return []string{tenantID}, nil
+	}
+	has, err := s.hasShared(ctx)
+	if err != nil || !has {
+		return []string{tenantID}, err
+	}
+	return []string{tenantID, SharedTenant}, nil
+}
+
+// keywordSearch is the store's keyword search over tenantID's and the
+// shared chunks, best limit first.
+func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
+	tenants, err := s.searchTenants(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	var lists [][]Hit
+	for _, t := range tenants {
+		hits, err := s.store.KeywordSearch(ctx, t, query, limit)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, hits)
+	}
+	return mergeHits(lists, limit), nil
+}
+
+// storeVectorSearch is the store's vector search over tenantID's and the
+// shared chunks, best limit first.
+func (s *Service) storeVectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]Hit, error) {
+	tenants, err := s.searchTenants(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	var lists [][]Hit
+	for _, t := range tenants {
+		hits, err := s.store.VectorSearch(ctx, t, vector, limit)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, hits)
+	}
+	return mergeHits(lists, limit), nil
+}
+
+// mergeHits merges rankings by score, best first (a tie keeps the earlier
+// list's hit first), and keeps limit.
+func mergeHits(lists [][]Hit, limit int) []Hit {
+	if len(lists) == 1 {
+		return lists[0]
+	}
+	var all []Hit
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortStableFunc(all, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+	return all[:min(limit, len(all))]
+}
+
+// documentsWithShared lists tenantID's documents and the shared ones
+// together, newest first: each list is read up to offset+limit and the
+// two merged.
+func (s *Service) documentsWithShared(ctx context.Context, tenantID string, limit, offset int) ([]Document, int, error) {
+	own, ownTotal, err := s.store.Documents(ctx, tenantID, offset+limit, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	shared, sharedTotal, err := s.store.Documents(ctx, SharedTenant, offset+limit, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	all := append(own, shared...)
+	slices.SortStableFunc(all, func(a, b Document) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
+	})
+	if offset >= len(all) {
+		return []Document{}, ownTotal + sharedTotal, nil
+	}
+	return all[offset:min(offset+limit, len(all))], ownTotal + sharedTotal, nil
+}
+
+// DeleteSharedDocument removes a shared document; the caller checked that
+// the key may manage shared documents. ErrNotFound when id is not a
+// shared document.
+func (s *Service) DeleteSharedDocument(ctx context.Context, id string) error {
+	return s.DeleteDocument(ctx, SharedTenant, id)
+}

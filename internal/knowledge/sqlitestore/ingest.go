@@ -1,0 +1,210 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
+)
+
+// The background-ingest side of the store: a processing document is a
+// knowledge_documents row without content or chunks plus a knowledge_ingest
+// row with its status, progress and upload (migration 0004).
+
+// longAgo is the alive_at of a released ingest: before any claim's cut-off.
+var longAgo = sqlitedb.FormatTime(time.Unix(0, 0))
+
+// BeginDocument stores doc as processing, with its upload.
+func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, upload []byte) (knowledge.Document, error) {
+	if doc.ID == "" {
+		return knowledge.Document{}, errors.New("knowledge: begin document: empty document id")
+	}
+	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
+	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
+	doc.Content, doc.ContentHash, doc.Bytes, doc.Chunks, doc.Embedded, doc.Warning = "", knowledge.PendingHash(doc.ID), 0, 0, false, ""
+	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusProcessing, knowledge.Progress{}, "", 1
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
+		doc.CreatedAt = now
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
+			VALUES (?, ?, ?, ?, ?, '', ?, 0, 0, 0, ?, ?)`,
+			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.ContentHash, sqlitedb.FormatTime(now), addedBy(doc)); err != nil {
+			if sqlitedb.IsUniqueViolation(err) {
+				return 0, knowledge.ErrAlreadyExists
+			}
+			return 0, err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO knowledge_ingest (document_id, status, attempts, alive_at, upload)
+			VALUES (?, 'processing', 1, ?, ?)`, doc.ID, sqlitedb.FormatTime(now), upload)
+		return 0, err
+	}, func(int64) {})
+	if err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: begin document %s: %w", doc.ID, err)
+	}
+	return doc, nil
+}
+
+// Upload returns a processing document's upload.
+func (s *Store) Upload(ctx context.Context, id string) ([]byte, error) {
+	var data []byte
+	err := s.reader.QueryRowContext(ctx, `SELECT upload FROM knowledge_ingest WHERE document_id = ? AND status = 'processing'`, id).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = knowledge.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: upload of %s: %w", id, err)
+	}
+	return data, nil
+}
+
+// UpdateProgress records progress and a sign of life.
+func (s *Store) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+	return s.updateProcessing(ctx, "update progress", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
+		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET pages_done = ?, pages_total = ?, chunks_total = ?,
+			chunks_embedded = ?, chunks_written = ?, alive_at = ? WHERE document_id = ? AND status = 'processing'`,
+			p.PagesDone, p.PagesTotal, p.ChunksTotal, p.ChunksEmbedded, p.ChunksWritten, sqlitedb.FormatTime(now), id)
+	})
+}
+
+// ReleaseDocument makes a processing document's ingest stale at once.
+func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
+	return s.updateProcessing(ctx, "release document", id, func(tx *sql.Tx, _ time.Time) (sql.Result, error) {
+		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET alive_at = ? WHERE document_id = ? AND status = 'processing'`, longAgo, id)
+	})
+}
+
+// FailDocument marks a processing document failed and drops its upload.
+func (s *Store) FailDocument(ctx context.Context, id, reason string) error {
+	return s.updateProcessing(ctx, "fail document", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
+		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, upload = NULL, alive_at = ?
+			WHERE document_id = ? AND status = 'processing'`, reason, sqlitedb.FormatTime(now), id)
+	})
+}
+
+// updateProcessing runs one UPDATE of a processing document's ingest row;
+// no row changed means the document is not processing: ErrNotFound.
+func (s *Store) updateProcessing(ctx context.Context, what, id string, update func(tx *sql.Tx, now time.Time) (sql.Result, error)) error {
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
+		res, err := update(tx, now)
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n == 0 {
+			return 0, knowledge.ErrNotFound
+		}
+		return 0, nil
+	}, func(int64) {})
+	if err != nil {
+		return fmt.Errorf("knowledge: %s %s: %w", what, id, err)
+	}
+	return nil
+}
+
+// FinishDocument writes a processing document's content and chunks and
+// drops its ingest row (it is then ready), in one transaction.
+func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chunks []knowledge.Chunk) (knowledge.Document, error) {
+	if err := knowledge.CheckNewDocument(doc, chunks); err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: finish document: %w", err)
+	}
+	var (
+		stored, existing knowledge.Document
+		seqs             []int64
+	)
+	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
+		d, err := scanDocument(tx.QueryRowContext(ctx, `SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
+			WHERE id = ? AND status = 'processing'`, doc.ID), true)
+		if err != nil {
+			return 0, err
+		}
+		d.Title, d.Content = cmp.Or(doc.Title, d.Title), doc.Content
+		stored = knowledge.WithComputed(d, chunks)
+		stored.Status, stored.Progress, stored.Error = knowledge.StatusReady, knowledge.Progress{}, ""
+		switch e, err := scanDocument(tx.QueryRowContext(ctx, `SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
+			WHERE tenant_id = ? AND content_hash = ?`, stored.TenantID, stored.ContentHash), true); {
+		case err == nil:
+			existing = e
+			return 0, knowledge.ErrDuplicate
+		case !errors.Is(err, knowledge.ErrNotFound):
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET title = ?, content = ?, content_hash = ?, bytes = ?,
+			chunk_count = ?, embedded = ? WHERE id = ?`,
+			stored.Title, stored.Content, stored.ContentHash, stored.Bytes, stored.Chunks, stored.Embedded, stored.ID); err != nil {
+			return 0, err
+		}
+		if seqs, err = insertChunks(ctx, tx, stored, chunks); err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_ingest WHERE document_id = ?`, stored.ID); err != nil {
+			return 0, err
+		}
+		return bumpVersion(ctx, tx)
+	}, func(version int64) {
+		if s.vectors.Version() != version-1 {
+			return // another process wrote too: the next vector search reloads the copy
+		}
+		for i, c := range chunks {
+			if len(c.Embedding) > 0 {
+				s.vectors.Add(stored.TenantID, seqs[i], c.Embedding)
+			}
+		}
+		s.vectors.SetVersion(version)
+	})
+	switch {
+	case errors.Is(err, knowledge.ErrDuplicate):
+		return existing, knowledge.ErrDuplicate
+	case err != nil:
+		return knowledge.Document{}, fmt.Errorf("knowledge: finish document %s: %w", doc.ID, err)
+	}
+	return stored, nil
+}
+
+// ClaimStale claims the processing documents whose ingest went quiet;
+// their progress starts again from nothing.
+func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int) ([]knowledge.Document, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var ids []string
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
+		rows, err := tx.QueryContext(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
+			chunks_embedded = 0, chunks_written = 0, alive_at = ?
+			WHERE document_id IN (SELECT document_id FROM knowledge_ingest
+			                      WHERE status = 'processing' AND alive_at < ? ORDER BY alive_at LIMIT ?)
+			RETURNING document_id`, sqlitedb.FormatTime(now), sqlitedb.FormatTime(before), limit)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return 0, err
+			}
+			ids = append(ids, id)
+		}
+		return 0, rows.Err()
+	}, func(int64) {})
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: claim stale ingests: %w", err)
+	}
+	docs := make([]knowledge.Document, 0, len(ids))
+	for _, id := range ids {
+		d, err := s.Document(ctx, id)
+		if errors.Is(err, knowledge.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return docs, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
