@@ -119,7 +119,7 @@ func (h *Handler) addDocument(c *gin.Context) {
 		}
 		req.TenantID, req.AddedBy = knowledge.SharedTenant, tenant(c)
 	}
-	background := int64(len(req.Content)) > h.cfg().Knowledge.Ingest.BackgroundBytes
+	background := int64(len(req.Content)+len(req.File)) > h.cfg().Knowledge.Ingest.BackgroundBytes
 	var (
 		doc knowledge.Document
 		err error

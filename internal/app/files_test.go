@@ -13,6 +13,7 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
+	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -238,5 +239,45 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 	doc := h.mustUpload("lamp.pdf", good)
 	if hit, ok := h.hitOf("lamp hours", doc.ID); !ok || hit.Page != 1 {
 		t.Fatalf("after the refusals: hit %+v, %v", hit, ok)
+	}
+}
+
+// A file over knowledge.ingest.background_bytes is parsed in the
+// background like a large text: 202, pages counted while it is processed,
+// searchable with its pages once ready.
+func TestLargePDFIsIngestedInTheBackgroundWithPageProgress(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	h := newHarness(t, withEmbeddings(emb), withBackgroundIngest)
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.",
+		"The lamp is cleaned every morning.", "Seals rest on the northern rocks at low tide.", "Visitors climb the tower on Sundays.")
+	var doc handler.DocumentJSON
+	if code := h.uploadFile("lighthouse.pdf", pdf, &doc); code != http.StatusAccepted || doc.Status != "processing" {
+		t.Fatalf("upload: %d %+v; want 202 processing", code, doc)
+	}
+	// Parsed and chunked, waiting for its embeddings: every page counted.
+	d := h.waitDocument(doc.ID, func(d handler.DocumentJSON) bool { return d.Progress != nil && d.Progress.ChunksTotal > 0 })
+	if d.Progress.PagesTotal != 4 || d.Progress.PagesDone != 4 {
+		t.Errorf("progress while processing = %+v; want 4 of 4 pages", *d.Progress)
+	}
+	if _, found := h.hitOf("seals northern rocks", doc.ID); found {
+		t.Fatal("a processing PDF was found by search")
+	}
+	close(gate)
+	ready := h.waitDocument(doc.ID, hasStatus("ready"))
+	if ready.MediaType != "application/pdf" || ready.Chunks == 0 {
+		t.Fatalf("ready document = %+v", ready)
+	}
+	hit, ok := h.hitOf("seals northern rocks", doc.ID)
+	if !ok || hit.Page != 3 {
+		t.Fatalf("search after ready: found %v, hit %+v; want page 3", ok, hit)
 	}
 }

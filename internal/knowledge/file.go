@@ -22,18 +22,28 @@ type parsedFile struct {
 // goes in IngestRequest.File) rather than taken as text.
 func IsFile(name string) bool { return docparse.Supported(name) }
 
+// isFileMedia reports whether a stored media type is one of the parsed
+// file formats (its upload is kept as the file's bytes, not as text).
+func isFileMedia(mediaType string) bool {
+	switch mediaType {
+	case docparse.MediaPDF, docparse.MediaDOCX, docparse.MediaPPTX, docparse.MediaXLSX, docparse.MediaCSV:
+		return true
+	}
+	return false
+}
+
 // parseFile reads req.File, or returns nil when the request is text. Its
 // errors wrap docparse's sentinels (ErrNoText, ErrEncrypted, ErrCorrupt,
 // ErrUnsupported, ErrTooLarge) or ErrTooLarge when the file is over
 // knowledge.max_file_bytes; their messages are for the uploader.
-func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *config.Knowledge) (*parsedFile, error) {
+func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *config.Knowledge, pages func(done, total int)) (*parsedFile, error) {
 	if req.File == nil {
 		return nil, nil
 	}
 	if limit := cfg.MaxFileBytes; limit > 0 && int64(len(req.File)) > limit {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.File), limit)
 	}
-	doc, err := docparse.Parse(ctx, req.Source, req.File, docparse.Options{})
+	doc, err := docparse.Parse(ctx, req.Source, req.File, docparse.Options{Progress: pages})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)

@@ -64,7 +64,7 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 	start := time.Now()
 	report := progressReporter{notify: req.Progress}
 	cfg := s.config()
-	file, err := s.parseFile(ctx, req, cfg) // nil for text (file.go)
+	file, err := s.parseFile(ctx, req, cfg, report.pages) // nil for text (file.go)
 	if err != nil {
 		return Document{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chatpipe/chatpipe/internal/docparse"
 	"strings"
 	"sync"
 	"time"
@@ -118,15 +119,14 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	if bg == nil {
 		return Document{}, errors.New("knowledge: background ingest is not running")
 	}
-	if limit := s.config().MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
-		return Document{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
-	}
-	mediaType, err := resolveMediaType(req.MediaType, req.Source)
-	if err != nil {
+	upload, mediaType, err := s.checkUpload(ctx, req)
+	if err != nil || mediaType == "" {
 		return Document{}, err
 	}
-	if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
-		return existing, err
+	if req.File == nil {
+		if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
+			return existing, err
+		}
 	}
 	select {
 	case bg.slots <- struct{}{}:
@@ -140,15 +140,41 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		Title:     strings.Join(strings.Fields(req.Title), " "),
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
-	}, []byte(req.Content))
+	}, upload)
 	if err != nil {
 		<-bg.slots
 		return Document{}, err
 	}
 	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
-		zap.Int("bytes", len(req.Content)))
+		zap.Int("bytes", len(upload)))
 	return doc, nil
+}
+
+// checkUpload refuses at once what a background ingest would only fail
+// later for (too large, an unknown type) and returns the bytes to keep
+// and their media type: a file's (PDF, DOCX, ...) from its name and first
+// bytes, a text's from its declared type or extension.
+func (s *Service) checkUpload(_ context.Context, req IngestRequest) ([]byte, string, error) {
+	cfg := s.config()
+	if req.File != nil {
+		if limit := cfg.MaxFileBytes; limit > 0 && int64(len(req.File)) > limit {
+			return nil, "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.File), limit)
+		}
+		mediaType, err := docparse.Detect(req.Source, req.File)
+		if err != nil {
+			return nil, "", err
+		}
+		return req.File, mediaType, nil
+	}
+	if limit := cfg.MaxUploadBytes; limit > 0 && int64(len(req.Content)) > limit {
+		return nil, "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.Content), limit)
+	}
+	mediaType, err := resolveMediaType(req.MediaType, req.Source)
+	if err != nil {
+		return nil, "", err
+	}
+	return []byte(req.Content), mediaType, nil
 }
 
 // textDuplicate finds, before anything is stored, the document a text
@@ -207,7 +233,7 @@ func (s *Service) runJob(id string) {
 	}()
 
 	var lastWrite time.Time
-	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Content: string(upload), Source: doc.Source, MediaType: doc.MediaType,
+	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Source: doc.Source, MediaType: doc.MediaType,
 		Progress: func(p Progress) {
 			bg.mu.Lock()
 			bg.running[id] = p
@@ -220,6 +246,11 @@ func (s *Service) runJob(id string) {
 				s.log.Warn("background ingest: record progress", zap.String("document_id", id), zap.Error(err))
 			}
 		}}
+	if isFileMedia(doc.MediaType) {
+		req.File, req.MediaType = upload, ""
+	} else {
+		req.Content = string(upload)
+	}
 	stored, err := s.ingestAs(ctx, req, s.embedder != nil, id)
 	switch {
 	case err == nil:
