@@ -84,8 +84,8 @@ func TestRetrievalEvaluation(t *testing.T) {
 		t.Skip("-short: uploads 118 documents twice")
 	}
 	sets := []struct {
-		file            string
-		minR3, minMRR   float64
+		file             string
+		minR3, minMRR    float64
 		questionsAtLeast int
 	}{
 		{"questions.tsv", 0.0, 0.0, 100},
