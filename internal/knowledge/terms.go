@@ -19,6 +19,13 @@ import (
 // lower-cased word. Index and query go through the same function, so a
 // Chinese query matches wherever its bigrams occur.
 
+// TermsVersion names the current definition of Terms. The stores record
+// the version their keyword index was built with and rebuild the index at
+// open when it differs: a query's terms only match an index built by the
+// same definition. Bump it whenever Terms changes what it returns.
+// Version 1: Snowball stems, Chinese runs joined across line wraps.
+const TermsVersion = 1
+
 // maxQueryTerms bounds the terms one query searches for: a pasted page
 // must not become a thousand-term OR.
 const maxQueryTerms = 64

@@ -78,6 +78,10 @@ func open(ctx context.Context, cfg *pgxpool.Config, schema string, migrationFS f
 		pool.Close()
 		return nil, err
 	}
+	if _, err := reindexTerms(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("rebuild the keyword index: %w", err)
+	}
 	if !s.pgvector {
 		if err := s.reloadVectors(ctx); err != nil {
 			pool.Close()

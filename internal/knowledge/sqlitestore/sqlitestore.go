@@ -68,6 +68,9 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 	if err := migrate(ctx, writer, ms, s.clock.Now); err != nil {
 		return nil, errors.Join(err, sqlitedb.Close(writer, reader))
 	}
+	if _, err := reindexTerms(ctx, writer); err != nil {
+		return nil, errors.Join(fmt.Errorf("rebuild the keyword index: %w", err), sqlitedb.Close(writer, reader))
+	}
 	if err := s.reloadVectors(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
