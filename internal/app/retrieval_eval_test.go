@@ -127,3 +127,15 @@ func TestRetrievalEvaluation(t *testing.T) {
 		}
 	}
 }
+
+// The README's example: after its upload, its search finds the document,
+// although the query says "return" and the document "Returns" and
+// "returned".
+func TestReadmeReturnPolicySearchFindsTheReturnsDocument(t *testing.T) {
+	h := newHarness(t)
+	doc := h.addDocument("Returns", "# Returns\n\nItems can be returned within 30 days.")
+	r := h.search("return policy")
+	if len(r.Hits) == 0 || r.Hits[0].DocumentID != doc.ID || r.Hits[0].Title != "Returns" {
+		t.Fatalf("search(return policy) = %+v; want the Returns document first", r.Hits)
+	}
+}
