@@ -31,6 +31,9 @@ const (
 	overRetrieve = 3
 	// minFetch is the fewest candidates each ranking fetches.
 	minFetch = 30
+	// distinctHead is how many of the first candidates come from distinct
+	// documents (see diversify).
+	distinctHead = 5
 	// queryEmbedTimeout bounds embedding the query: search degrades to
 	// keyword-only rather than keep a user waiting on a stuck endpoint.
 	queryEmbedTimeout = 5 * time.Second
@@ -222,9 +225,31 @@ func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK
 	slices.SortStableFunc(order, func(a, b *pipeline.SearchHit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(best(a), best(b)), strings.Compare(a.ChunkID, b.ChunkID))
 	})
+	order = diversify(order, distinctHead)
 	out := make([]pipeline.SearchHit, 0, min(topK, len(order)))
 	for _, e := range order[:min(topK, len(order))] {
 		out = append(out, *e)
 	}
 	return out
+}
+
+// diversify moves the best chunk of each of the first head documents to
+// the front, in score order, and leaves everything else in score order
+// behind them. Without it the first places often go to several chunks
+// of one long document, and rerank and merge, which keep only the first
+// few, never see the second-best document. A document's rank (that of
+// its best chunk) is unchanged.
+func diversify(order []*pipeline.SearchHit, head int) []*pipeline.SearchHit {
+	seen := make(map[string]bool, head)
+	front := make([]*pipeline.SearchHit, 0, len(order))
+	var rest []*pipeline.SearchHit
+	for _, e := range order {
+		if len(seen) < head && !seen[e.DocumentID] {
+			seen[e.DocumentID] = true
+			front = append(front, e)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return append(front, rest...)
 }

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Keyword search indexes terms, not raw text, because full-text tokenisers
@@ -15,6 +18,13 @@ import (
 // stays a unigram), and a run of other letters, digits and marks into one
 // lower-cased word. Index and query go through the same function, so a
 // Chinese query matches wherever its bigrams occur.
+
+// TermsVersion names the current definition of Terms. The stores record
+// the version their keyword index was built with and rebuild the index at
+// open when it differs: a query's terms only match an index built by the
+// same definition. Bump it whenever Terms changes what it returns.
+// Version 1: Snowball stems, Chinese runs joined across line wraps.
+const TermsVersion = 1
 
 // maxQueryTerms bounds the terms one query searches for: a pasted page
 // must not become a thousand-term OR.
@@ -56,7 +66,7 @@ func QueryTerms(query string) []string {
 		}
 		seen[t] = true
 		all = append(all, t)
-		if !stopWords[t] {
+		if !stopWords[t] && !english.IsStopWord(t) {
 			content = append(content, t)
 		}
 		return len(content) < maxQueryTerms
@@ -77,7 +87,7 @@ func forEachTerm(text string, yield func(string) bool) {
 		if word.Len() == 0 {
 			return true
 		}
-		t := strings.ToLower(word.String())
+		t := stem(strings.ToLower(word.String()))
 		word.Reset()
 		return yield(t)
 	}
@@ -88,10 +98,18 @@ func forEachTerm(text string, yield func(string) bool) {
 			if !flushWord() {
 				return
 			}
-			// The run of unspaced-script runes starting at i.
+			// The run of unspaced-script runes starting at i, across line
+			// wraps (see wrapGap).
 			start, end, n := i, i, 0
+			var joined []byte // the run without its wraps, once it had one
 			for end < len(text) {
 				r2, s2 := utf8.DecodeRuneInString(text[end:])
+				if gap := wrapGap(text[end:]); n > 0 && gap > 0 {
+					joined = append(joined, text[start:end]...)
+					end += gap
+					start = end
+					continue
+				}
 				if !isUnspacedScript(r2) && !(n > 0 && unicode.IsMark(r2)) {
 					break
 				}
@@ -100,7 +118,11 @@ func forEachTerm(text string, yield func(string) bool) {
 					n++
 				}
 			}
-			if !yieldBigrams(text[start:end], n, yield) {
+			run := text[start:end]
+			if joined != nil {
+				run = string(append(joined, run...))
+			}
+			if !yieldBigrams(run, n, yield) {
 				return
 			}
 			i = end
@@ -162,3 +184,87 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
+
+// stem reduces an English word to its Snowball stem ("returned",
+// "returns" → "return"), so that a query finds the other inflections of
+// its words. Only words of ASCII letters are English candidates: a word
+// with digits (utf8, x86) or of another script stays as it is.
+//
+// A Latin word with accents is stemmed without them ("ünïcödé" →
+// "unicod") and its accents are then dropped from the index: the stores
+// fold accents anyway (FTS5's remove_diacritics, the PostgreSQL store's
+// own folding), and the stem of the plain word must match.
+func stem(w string) string {
+	if len(w) <= 2 {
+		return w
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c < 'a' || c > 'z' {
+			if c < utf8.RuneSelf {
+				return w
+			}
+			if f := foldLatin(w); f != w && isLowerASCII(f) {
+				return stem(f)
+			}
+			return w
+		}
+	}
+	return english.Stem(w, false)
+}
+
+// foldLatin removes the combining marks of Latin letters.
+func foldLatin(s string) string {
+	var b strings.Builder
+	var base rune
+	for _, r := range norm.NFD.String(s) {
+		if unicode.Is(unicode.Mn, r) && unicode.Is(unicode.Latin, base) {
+			continue
+		}
+		if !unicode.IsMark(r) {
+			base = r
+		}
+		b.WriteRune(r)
+	}
+	return norm.NFC.String(b.String())
+}
+
+func isLowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// wrapGap returns the length of the white space at the start of s when it
+// is a line wrap or justification inside a run of unspaced script: spaces
+// and tabs with at most one line break, followed by an unspaced-script
+// character. Text extracted from manual pages, PDFs and hard-wrapped
+// files breaks Chinese lines anywhere, even inside a word ("文件系\n统"),
+// and a word cut in two would lose its bigram. A blank line (a paragraph
+// break) is no wrap. It returns 0 otherwise.
+func wrapGap(s string) int {
+	newlines, i := 0, 0
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\r':
+		case '\n':
+			newlines++
+			if newlines > 1 {
+				return 0
+			}
+		default:
+			if i == 0 {
+				return 0
+			}
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			if isUnspacedScript(r) {
+				return i
+			}
+			return 0
+		}
+		i++
+	}
+	return 0
+}

@@ -73,7 +73,13 @@ func TestTerms(t *testing.T) {
 		{"中文English混合", []string{"中文", "english", "混合"}},
 		{"ひらがなカタカナ", []string{"ひら", "らが", "がな", "なカ", "カタ", "タカ", "カナ"}},
 		{"한국어", []string{"한국", "국어"}},
-		{"Ünïcödé ÉCOLE", []string{"ünïcödé", "école"}},
+		{"Ünïcödé ÉCOLE", []string{"unicod", "ecol"}},
+		{"Items returned, returns", []string{"item", "return", "return"}},
+		{"utf8 x86", []string{"utf8", "x86"}},
+		{"文件系\n统", []string{"文件", "件系", "系统"}},         // a line wrap inside a word
+		{"称为   分区", []string{"称为", "为分", "分区"}},        // justification spaces
+		{"文件\n\n系统", []string{"文件", "系统"}},             // a paragraph break is no wrap
+		{"系统 Linux 内核", []string{"系统", "linux", "内核"}}, // other words still separate
 		{"🚀 ?!。，", nil},
 		{"", nil},
 	} {
@@ -88,7 +94,7 @@ func TestTerms(t *testing.T) {
 
 func TestQueryTermsDropStopWordsDeduplicateAndCap(t *testing.T) {
 	t.Parallel()
-	if got, want := QueryTerms("How do I resume the stream? resume!"), []string{"resume", "stream"}; !reflect.DeepEqual(got, want) {
+	if got, want := QueryTerms("How do I resume the stream? resume!"), []string{"resum", "stream"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("QueryTerms = %q, want %q", got, want)
 	}
 	if got, want := QueryTerms("what is it"), []string{"what", "is", "it"}; !reflect.DeepEqual(got, want) {

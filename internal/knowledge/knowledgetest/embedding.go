@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,8 +44,13 @@ func (h HashEmbedder) EmbedStrings(_ context.Context, texts []string, _ ...embed
 func (h HashEmbedder) Vector(text string) []float64 {
 	dims := max(h.Dims, 1)
 	v := make([]float64, dims)
+	// Synonyms are given as words; terms are stemmed, so compare terms.
+	synonyms := make(map[string]string, len(h.Synonyms))
+	for from, to := range h.Synonyms {
+		synonyms[strings.Join(knowledge.Terms(from), " ")] = strings.Join(knowledge.Terms(to), " ")
+	}
 	for _, term := range knowledge.Terms(text) {
-		if s, ok := h.Synonyms[term]; ok {
+		if s, ok := synonyms[term]; ok {
 			term = s
 		}
 		f := fnv.New64a()

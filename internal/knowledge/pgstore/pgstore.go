@@ -102,6 +102,10 @@ func open(ctx context.Context, cfg *pgxpool.Config, opts Options, migrationFS fs
 		pool.Close()
 		return nil, err
 	}
+	if _, err := reindexTerms(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("rebuild the keyword index: %w", err)
+	}
 	s.pgvector = s.ext.schema != ""
 	if !s.pgvector {
 		if err := s.reloadVectors(ctx); err != nil {

@@ -1,0 +1,144 @@
+package app_test
+
+// Retrieval quality on a third-party bilingual set (Debian manual pages,
+// see internal/knowledge/eval/testdata/kbeval/SOURCES.md), measured the
+// way a user sees it: documents uploaded through the API and questions
+// asked through POST /api/v1/knowledge/search, documents ranked by their
+// best chunk. To see the table:
+//
+//	go test -count=1 -run TestRetrievalEvaluation -v ./internal/app/
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/knowledge/eval"
+	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+const kbevalDir = "../knowledge/eval/testdata/kbeval"
+
+// uploadFolder uploads every document of dir through the API, titled by
+// its file name.
+func (h *harness) uploadFolder(dir string) int {
+	h.t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	if err != nil || len(files) == 0 {
+		h.t.Fatalf("no documents in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		content, err := os.ReadFile(f)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.addDocument(strings.TrimSuffix(filepath.Base(f), ".md"), string(content))
+	}
+	return len(files)
+}
+
+// httpRanking asks the search endpoint with its defaults (no top_k).
+func (h *harness) httpRanking() eval.Ranking {
+	return func(_ context.Context, q string) ([]pipeline.SearchHit, error) {
+		body, _ := json.Marshal(map[string]any{"query": q})
+		var r searchResult
+		if code := h.call("POST", "/api/v1/knowledge/search", string(body), &r); code != http.StatusOK {
+			h.t.Fatalf("search %q: %d", q, code)
+		}
+		hits := make([]pipeline.SearchHit, len(r.Hits))
+		for i, x := range r.Hits {
+			hits[i] = pipeline.SearchHit{ChunkID: x.ChunkID, DocumentID: x.DocumentID, Title: x.Title}
+		}
+		return hits, nil
+	}
+}
+
+func readQuestionFile(t *testing.T, name string) []eval.Question {
+	t.Helper()
+	f, err := os.Open(filepath.Join(kbevalDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	qs, err := eval.ReadQuestions(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return qs
+}
+
+// TestRetrievalEvaluation measures keyword (the default, offline
+// configuration) and hybrid (with a bag-of-words embedder behind the real
+// embeddings client) on the tuning and the held-out questions. The floors
+// sit a little below the measured figures, so a regression fails; hybrid
+// must never do worse than keyword alone.
+func TestRetrievalEvaluation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uploads 118 documents twice")
+	}
+	sets := []struct {
+		file             string
+		minR3, minMRR    float64
+		questionsAtLeast int
+	}{
+		{"questions.tsv", 0.76, 0.70, 100},
+		{"holdout.tsv", 0.77, 0.71, 50},
+	}
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 256})
+	keyword := newHarness(t)
+	hybrid := newHarness(t, func(c *config.Config) {
+		c.Knowledge.Embedding = config.Embedding{Provider: "openai", BaseURL: emb.BaseURL(), Model: "hash",
+			BatchSize: 32, Timeout: 5 * time.Second}
+	})
+	n := keyword.uploadFolder(filepath.Join(kbevalDir, "docs"))
+	hybrid.uploadFolder(filepath.Join(kbevalDir, "docs"))
+	if n < 100 {
+		t.Fatalf("%d documents; the set must have at least 100", n)
+	}
+	for _, set := range sets {
+		qs := readQuestionFile(t, set.file)
+		if len(qs) < set.questionsAtLeast {
+			t.Fatalf("%s: %d questions, want at least %d", set.file, len(qs), set.questionsAtLeast)
+		}
+		kw, err := eval.Run(t.Context(), "keyword", qs, keyword.httpRanking())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hy, err := eval.Run(t.Context(), "hybrid", qs, hybrid.httpRanking())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table strings.Builder
+		eval.WriteTable(&table, []eval.Result{kw, hy}, testing.Verbose() && os.Getenv("KBEVAL_MISSES") != "")
+		t.Logf("%s (%d documents):\n%s", set.file, n, table.String())
+		if kw.RecallAt3 < set.minR3 || kw.MRR < set.minMRR {
+			t.Errorf("%s keyword: recall@3 %.3f, MRR %.3f; want at least %.2f and %.2f", set.file, kw.RecallAt3, kw.MRR, set.minR3, set.minMRR)
+		}
+		// The fusion weights were tuned on questions.tsv, where hybrid is
+		// at least as good on every measure; on the held-out questions it
+		// ranks better (MRR, nDCG) but one question slips from rank 3 to 4.
+		if hy.MRR < kw.MRR || hy.NDCG10 < kw.NDCG10 || (set.file == "questions.tsv" && hy.RecallAt3 < kw.RecallAt3) {
+			t.Errorf("%s: hybrid (recall@3 %.3f, MRR %.3f, nDCG@10 %.3f) is worse than keyword alone (%.3f, %.3f, %.3f)",
+				set.file, hy.RecallAt3, hy.MRR, hy.NDCG10, kw.RecallAt3, kw.MRR, kw.NDCG10)
+		}
+	}
+}
+
+// The README's example: after its upload, its search finds the document,
+// although the query says "return" and the document "Returns" and
+// "returned".
+func TestReadmeReturnPolicySearchFindsTheReturnsDocument(t *testing.T) {
+	h := newHarness(t)
+	doc := h.addDocument("Returns", "# Returns\n\nItems can be returned within 30 days.")
+	r := h.search("return policy")
+	if len(r.Hits) == 0 || r.Hits[0].DocumentID != doc.ID || r.Hits[0].Title != "Returns" {
+		t.Fatalf("search(return policy) = %+v; want the Returns document first", r.Hits)
+	}
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+)
+
+
+// chatpipe eval on a fixture whose figures are worked out by hand. Keyword
+// search ranks the documents of each question:
+//
+//	where do apples grow   apples (appl, grow), bananas (grow)  want apples: rank 1
+//	red stone fruit        cherries                             want cherries: rank 1
+//	tropical plantations   bananas                              want bananas|apples: rank 1; nDCG 1/(1+1/log2 3) = 0.6131
+//	stone fruit orchards   cherries (2 terms), apples (1)       want apples: rank 2; nDCG 1/log2 3 = 0.6309
+//	pineapple              nothing                              want bananas: not found
+//
+// R@1 3/5 = 0.6; R@3 = R@5 = 4/5 = 0.8; MRR (1+1+1+0.5+0)/5 = 0.7;
+// nDCG@10 (1+1+0.6131+0.6309+0)/5 = 0.649.
+func TestEvalPrintsHandComputedMetricsForAFixture(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := runEval(t.Context(), []string{"-questions", "testdata/evalfixture/questions.tsv",
+		"-docs", "testdata/evalfixture/docs", "-v"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
+	}
+	got := out.String()
+	t.Log("\n" + got)
+	for _, want := range []string{
+		"ingested 3 documents",
+		"keyword                 5 0.600 0.800 0.800 0.700   0.649",
+		"keyword+rerank ",
+		`line 5: "stone fruit orchards" want apples (rank 2), got cherries, apples`,
+		`line 6: "pineapple" want bananas (not found), got `,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestEvalRefusesAQuestionsFileWithoutExpectedDocuments(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/q.tsv"
+	if err := writeFile(path, "a question with no tab\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := runEval(t.Context(), []string{"-questions", path}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "line 1: want a question, a tab") {
+		t.Fatalf("err = %v; want the line named", err)
+	}
+}
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

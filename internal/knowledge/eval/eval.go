@@ -1,0 +1,219 @@
+// Package eval measures retrieval: it runs labelled questions through a
+// ranking and reports recall@1/3/5, MRR and nDCG@10 over the distinct
+// documents ranked from the returned chunks (a document takes the place
+// of its best chunk). Operators run it with `chatpipe eval`; tests run it
+// through the HTTP search API.
+package eval
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/chatpipe/chatpipe/pipeline"
+)
+
+// Question is one labelled question.
+type Question struct {
+	Text string
+	// Want lists the documents that answer it, by title or id; any one
+	// of them answers it.
+	Want []string
+	Line int // line in the questions file, for error messages and misses
+}
+
+// ReadQuestions reads TSV: a question, a tab, the expected document titles
+// or ids separated by "|". Blank lines and lines starting with # are
+// skipped.
+func ReadQuestions(r io.Reader) ([]Question, error) {
+	var qs []Question
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		text, want, ok := strings.Cut(line, "\t")
+		text = strings.TrimSpace(text)
+		if !ok || text == "" {
+			return nil, fmt.Errorf("line %d: want a question, a tab, and the expected documents separated by |", n)
+		}
+		q := Question{Text: text, Line: n}
+		for _, w := range strings.Split(want, "|") {
+			if w = strings.TrimSpace(w); w != "" {
+				q.Want = append(q.Want, w)
+			}
+		}
+		if len(q.Want) == 0 {
+			return nil, fmt.Errorf("line %d: no expected document after the tab", n)
+		}
+		qs = append(qs, q)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return nil, errors.New("no questions")
+	}
+	return qs, nil
+}
+
+// Ranking returns the chunks found for query, best first.
+type Ranking func(ctx context.Context, query string) ([]pipeline.SearchHit, error)
+
+// Metrics are the averages over the questions; each lies in 0..1.
+type Metrics struct {
+	Questions int
+	// RecallAt1, RecallAt3, RecallAt5: share of questions with a wanted
+	// document among the first 1, 3, 5 distinct documents.
+	RecallAt1, RecallAt3, RecallAt5 float64
+	// MRR: mean of 1/rank of the first wanted document (0 when absent).
+	MRR float64
+	// NDCG10: binary-relevance nDCG over the first 10 documents, the ideal
+	// ranking putting every wanted document first.
+	NDCG10 float64
+}
+
+// Miss is a question whose wanted documents were not all first.
+type Miss struct {
+	Question Question
+	Rank     int      // of the first wanted document, 0 when not returned
+	Got      []string // the first documents returned (titles)
+}
+
+// Result is the outcome of one ranking over the questions.
+type Result struct {
+	Name string
+	Metrics
+	Misses []Miss // questions whose first document was not a wanted one
+}
+
+// Run runs every question through rank and scores the documents it
+// returns.
+func Run(ctx context.Context, name string, qs []Question, rank Ranking) (Result, error) {
+	res := Result{Name: name}
+	var sum Metrics
+	for _, q := range qs {
+		hits, err := rank(ctx, q.Text)
+		if err != nil {
+			return res, fmt.Errorf("%s: question on line %d: %w", name, q.Line, err)
+		}
+		docs := Documents(hits)
+		s := Score(q.Want, docs)
+		sum.RecallAt1 += s.RecallAt1
+		sum.RecallAt3 += s.RecallAt3
+		sum.RecallAt5 += s.RecallAt5
+		sum.MRR += s.MRR
+		sum.NDCG10 += s.NDCG10
+		if s.RecallAt1 < 1 {
+			got := make([]string, 0, 5)
+			for _, d := range docs[:min(5, len(docs))] {
+				got = append(got, d.Title)
+			}
+			res.Misses = append(res.Misses, Miss{Question: q, Rank: firstRank(q.Want, docs), Got: got})
+		}
+	}
+	n := float64(len(qs))
+	res.Metrics = Metrics{Questions: len(qs), RecallAt1: sum.RecallAt1 / n, RecallAt3: sum.RecallAt3 / n,
+		RecallAt5: sum.RecallAt5 / n, MRR: sum.MRR / n, NDCG10: sum.NDCG10 / n}
+	return res, nil
+}
+
+// Document is a document as ranked from chunks.
+type Document struct{ ID, Title string }
+
+// Documents ranks the distinct documents of hits by their best (first)
+// chunk.
+func Documents(hits []pipeline.SearchHit) []Document {
+	seen := make(map[string]bool, len(hits))
+	var docs []Document
+	for _, h := range hits {
+		if !seen[h.DocumentID] {
+			seen[h.DocumentID] = true
+			docs = append(docs, Document{ID: h.DocumentID, Title: h.Title})
+		}
+	}
+	return docs
+}
+
+// Score scores one ranking of documents against the wanted ones.
+func Score(want []string, docs []Document) Metrics {
+	m := Metrics{Questions: 1}
+	if r := firstRank(want, docs); r > 0 {
+		m.MRR = 1 / float64(r)
+		m.RecallAt1 = b2f(r <= 1)
+		m.RecallAt3 = b2f(r <= 3)
+		m.RecallAt5 = b2f(r <= 5)
+	}
+	var dcg, ideal float64
+	for i, d := range docs[:min(10, len(docs))] {
+		if wanted(want, d) {
+			dcg += 1 / math.Log2(float64(i+2))
+		}
+	}
+	for i := range min(len(want), 10) {
+		ideal += 1 / math.Log2(float64(i+2))
+	}
+	if ideal > 0 {
+		m.NDCG10 = dcg / ideal
+	}
+	return m
+}
+
+// firstRank is the 1-based rank of the first wanted document, 0 if none.
+func firstRank(want []string, docs []Document) int {
+	for i, d := range docs {
+		if wanted(want, d) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func wanted(want []string, d Document) bool {
+	for _, w := range want {
+		if w == d.Title || w == d.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// WriteTable writes one line of metrics per result, and with verbose each
+// result's misses.
+func WriteTable(w io.Writer, results []Result, verbose bool) {
+	fmt.Fprintf(w, "%-15s %9s %5s %5s %5s %5s %7s\n", "method", "questions", "R@1", "R@3", "R@5", "MRR", "nDCG@10")
+	for _, r := range results {
+		fmt.Fprintf(w, "%-15s %9d %5.3f %5.3f %5.3f %5.3f %7.3f\n", r.Name, r.Questions,
+			r.RecallAt1, r.RecallAt3, r.RecallAt5, r.MRR, r.NDCG10)
+	}
+	if !verbose {
+		return
+	}
+	for _, r := range results {
+		if len(r.Misses) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %d question(s) without a wanted document first\n", r.Name, len(r.Misses))
+		for _, m := range r.Misses {
+			rank := "not found"
+			if m.Rank > 0 {
+				rank = fmt.Sprintf("rank %d", m.Rank)
+			}
+			fmt.Fprintf(w, "  line %d: %q want %s (%s), got %s\n", m.Question.Line, m.Question.Text,
+				strings.Join(m.Question.Want, "|"), rank, strings.Join(m.Got, ", "))
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
+)
+
+// reindexTerms rebuilds the keyword index when it was built with another
+// version of knowledge.Terms (see migration 0006), in one transaction on
+// the writer: searches keep the old index until the new one commits, and
+// a second process opening the same file finds the version current and
+// does nothing. It returns how many chunks it re-indexed.
+func reindexTerms(ctx context.Context, db *sql.DB) (n int, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = sqlitedb.IgnoreDone(tx.Rollback())
+		}
+	}()
+	var version int
+	if err := tx.QueryRowContext(ctx, `SELECT terms_version FROM knowledge_state WHERE id = 1`).Scan(&version); err != nil {
+		return 0, err
+	}
+	if version == knowledge.TermsVersion {
+		return 0, tx.Rollback()
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT c.seq, d.title, c.heading, c.content
+		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id ORDER BY c.seq`)
+	if err != nil {
+		return 0, err
+	}
+	type entry struct {
+		seq                  int64
+		title, heading, body string
+	}
+	var entries []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.seq, &e.title, &e.heading, &e.body); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		entries = append(entries, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts`); err != nil {
+		return 0, fmt.Errorf("clear the keyword index: %w", err)
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return 0, err
+	}
+	defer ins.Close()
+	for _, e := range entries {
+		if _, err := ins.ExecContext(ctx, e.seq, knowledge.IndexText(e.title), knowledge.IndexText(e.heading),
+			knowledge.IndexText(e.body)); err != nil {
+			return 0, fmt.Errorf("index chunk %d: %w", e.seq, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE knowledge_state SET terms_version = ? WHERE id = 1`, knowledge.TermsVersion); err != nil {
+		return 0, err
+	}
+	return len(entries), tx.Commit()
+}

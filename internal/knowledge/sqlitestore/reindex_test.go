@@ -1,0 +1,59 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/migrations"
+)
+
+// A database indexed before stemming (migration 0002, unstemmed terms) is
+// re-indexed when a newer chatpipe opens it: "return" then finds
+// "returned", which the old index could not.
+func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations.Load(migrationFiles)
+	if err != nil || len(ms) < 3 || ms[1].Version != 2 {
+		t.Fatalf("migrations = %v, %v", ms, err)
+	}
+	if err := migrate(t.Context(), old, ms[:2], time.Now); err != nil {
+		t.Fatalf("migrate to version 2: %v", err)
+	}
+	const content = "Items can be returned within 30 days."
+	for _, stmt := range []string{
+		`INSERT INTO knowledge_documents (id, title, content, content_hash, bytes, chunk_count, embedded, created_at)
+		 VALUES ('r', 'Returns', '` + content + `', '` + knowledge.ContentHash(content) + `', 37, 1, 0, '2025-01-01T00:00:00.000000Z')`,
+		`INSERT INTO knowledge_chunks (seq, id, document_id, idx, content, tokens) VALUES (1, 'r-0', 'r', 0, '` + content + `', 9)`,
+		// As the store wrote terms before stemming.
+		`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (1, 'returns', '', 'items can be returned within 30 days')`,
+	} {
+		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openFile(t, path)
+	defer s.Close()
+	hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "return policy", 10)
+	if err != nil || len(hits) != 1 || hits[0].Title != "Returns" {
+		t.Fatalf("KeywordSearch(return policy) = %+v, %v; want the re-indexed Returns", hits, err)
+	}
+	var version int
+	if err := s.reader.QueryRowContext(t.Context(), `SELECT terms_version FROM knowledge_state`).Scan(&version); err != nil || version != knowledge.TermsVersion {
+		t.Errorf("terms_version = %d, %v; want %d", version, err, knowledge.TermsVersion)
+	}
+	// Opening again finds the index current and leaves it be.
+	if n, err := reindexTerms(t.Context(), s.writer); err != nil || n != 0 {
+		t.Errorf("second reindex = %d, %v; want nothing to do", n, err)
+	}
+}
