@@ -5,9 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
-
 )
-
 
 // chatpipe eval on a fixture whose figures are worked out by hand. Keyword
 // search ranks the documents of each question:

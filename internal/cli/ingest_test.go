@@ -21,7 +21,6 @@ import (
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
-
 // writeTree creates files (path → content) under dir.
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()

@@ -25,8 +25,8 @@ type IngestRequest struct {
 	MediaType string // text/markdown, text/plain or text/html; "" = from Source's extension, else Markdown
 	// File is a PDF, DOCX, PPTX, XLSX or CSV file to parse instead of
 	// Content (see file.go); Source is its file name.
-	File []byte
-	AddedBy   string // the uploader's tenant when it differs from TenantID (a shared document); "" = TenantID
+	File    []byte
+	AddedBy string // the uploader's tenant when it differs from TenantID (a shared document); "" = TenantID
 
 	// Progress, when set, is told how far the ingest is after each step:
 	// pages parsed (a parser of a paged format reports them through
