@@ -15,6 +15,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // serveStream makes the request a reader of stream id: it replays the
@@ -240,6 +241,7 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 		msg     MessageJSON
 		content []byte
 		thought []byte
+		untag   think.Untag // the saved thinking is clean: tags are for the wire
 		recs    []stream.Record
 	)
 	msg.Role = "assistant"
@@ -263,8 +265,10 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
 			case eventbus.TypeAnswerDelta:
 				content = append(content, ev.Text...)
+			case eventbus.TypeThinkingStart:
+				untag.Start()
 			case eventbus.TypeThinkingDelta:
-				thought = append(thought, ev.Text...)
+				thought = append(thought, untag.Delta(ev.Text)...)
 			case eventbus.TypeReferences:
 				msg.References = ev.Payload.(eventbus.References).Items
 			case eventbus.TypeUsage:

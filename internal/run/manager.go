@@ -21,6 +21,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -260,10 +261,13 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
+	// Blocks close before the error, as when a plugin ends its own call:
+	// every ending (here, on another replica for a lost generation) reads
+	// the same — closed blocks, error, stream.finished.
+	g.closeOpen()
 	if status == eventbus.StatusFailed && perr != nil {
 		g.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
-	g.closeOpen()
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
@@ -464,7 +468,7 @@ func (r messageReader) RecentMessages(ctx context.Context, sessionID, before str
 	}
 	out := make([]pipeline.HistoryMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: m.Thinking, Status: m.Status}
+		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
 	}
 	return out, nil
 }

@@ -5,15 +5,18 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // persister is the bus subscriber that gathers what the assistant message
 // will be saved as: the concatenated answer and thinking deltas (so the
-// saved text is exactly what readers received), the last references, the
-// usage and the first error. The run saves it once, at the end.
+// saved text is exactly what readers received, less the think tags, which
+// are a wire format), the last references, the usage and the first error.
+// The run saves it once, at the end.
 type persister struct {
 	answer     strings.Builder
 	thinking   strings.Builder
+	untag      think.Untag
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
@@ -24,7 +27,7 @@ type persister struct {
 
 // persistedTypes are the events the persister needs.
 var persistedTypes = []eventbus.Type{
-	eventbus.TypeAnswerDelta, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
+	eventbus.TypeAnswerDelta, eventbus.TypeThinkingStart, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
 	eventbus.TypeUsage, eventbus.TypeError,
 }
 
@@ -35,8 +38,10 @@ func (p *persister) handle(ev *eventbus.Event) {
 	switch ev.Type {
 	case eventbus.TypeAnswerDelta:
 		p.answer.WriteString(ev.Text)
+	case eventbus.TypeThinkingStart:
+		p.untag.Start()
 	case eventbus.TypeThinkingDelta:
-		p.thinking.WriteString(ev.Text)
+		p.thinking.WriteString(p.untag.Delta(ev.Text))
 	case eventbus.TypeReferences:
 		if r, ok := ev.Payload.(eventbus.References); ok {
 			p.references = r.Items

@@ -171,10 +171,10 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 	log = log.With(zap.String("model", pt.model), zap.String("message_id", pt.messageID))
 	perr := m.runChain(ctx, chain, pt.cm, log)
 	status, reason := outcome(ctx, perr)
+	pt.guard.closeOpen() // blocks first, then the error: as every ending
 	if status == eventbus.StatusFailed && perr != nil {
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
-	pt.guard.closeOpen()
 	m.saveAnswer(ctx, pt.messageID, pt.persister.final(status), pt.guard, log)
 	return status, reason
 }
