@@ -56,6 +56,7 @@ func (l *streamLogger) handle(ev *eventbus.Event) {
 			zap.Int64("ttft_ms", l.usage.TTFTMS),
 			zap.Int("prompt_tokens", l.usage.PromptTokens),
 			zap.Int("completion_tokens", l.usage.CompletionTokens),
-			zap.Int("reasoning_tokens", l.usage.ReasoningTokens))
+			zap.Int("reasoning_tokens", l.usage.ReasoningTokens),
+			zap.Bool("usage_estimated", l.usage.Estimated))
 	}
 }
