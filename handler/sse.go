@@ -58,16 +58,21 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
 	w.metrics = h.deps.Metrics
 	ctx := c.Request.Context()
+	// A reader resuming past a tool call's approval request that is still
+	// open is asked again (it may have lost its state) — after the gap it
+	// missed, which may decide it or hold requests of its own, and before
+	// the live tail: gap, then what is still pending, then live.
+	var (
+		pending []stream.Record
+		gapEnd  int64
+	)
 	if after > 0 && !done {
-		// A reader resuming past a tool call's approval request that is
-		// still open is asked again: it may have lost its state.
-		pending, err := run.PendingApprovals(ctx, h.deps.Streams, id, after)
+		pending, gapEnd, err = run.StillPending(ctx, h.deps.Streams, id, after)
 		if err != nil {
 			h.log.Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
 		}
-		w.again(pending)
 	}
-	if len(recs) == 0 { // answer with the headers now, not at the next event
+	if len(recs) == 0 && len(pending) == 0 { // answer with the headers now, not at the next event
 		if err := w.flush(); err != nil {
 			return
 		}
@@ -78,6 +83,13 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 		if len(recs) > 0 {
 			if err := w.records(recs); err != nil {
 				return // the client is gone or stalled past the write timeout
+			}
+		}
+		if pending != nil && (len(recs) == 0 || recs[len(recs)-1].Seq >= gapEnd) {
+			w.again(pending)
+			pending = nil
+			if err := w.flush(); err != nil {
+				return
 			}
 		}
 		if done {
