@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/viper"
+
+	"github.com/chatpipe/chatpipe/internal/suggest"
 )
 
 // envTestPrefix starts variables that configure chatpipe's own tests
@@ -115,36 +117,12 @@ func exampleIn(valid map[string]bool, name string) string {
 	return strings.Join(in, ", ")
 }
 
-// closest returns the valid name nearest to name by edit distance, or ""
-// when none is near enough to be a likely typo.
+// closest returns the valid name nearest to name, or "" when none is
+// near enough to be a likely typo.
 func closest(name string, valid map[string]bool) string {
-	best, bestD := "", len(name)/3+1
+	names := make([]string, 0, len(valid))
 	for v := range valid {
-		if d := editDistance(name, v); d < bestD || (d == bestD && best != "" && v < best) {
-			best, bestD = v, d
-		}
+		names = append(names, v)
 	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes: the
-// names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Closest(name, names)
 }

@@ -56,6 +56,9 @@ func newKnowledgeSearch(c Config) (Tool, error) {
 		entries = append(entries, pipeline.ChainEntry{Name: name, Overrides: settings})
 	}
 	chain, err := pipeline.BuildStages(c.Mode+".knowledge_search", entries, c.Sections)
+	if ke := (*pipeline.KeyError)(nil); errors.As(err, &ke) && strings.HasPrefix(ke.Key, "plugins.") {
+		return nil, err // a global plugin section is at fault, not this tool
+	}
 	if err != nil {
 		return nil, fmt.Errorf("chain: %w", err)
 	}

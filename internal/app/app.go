@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -311,7 +313,8 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		Models:      models,
 		MaxDuration: cfg.Stream.MaxDuration,
 	}
-	for mode, entries := range chains {
+	for _, mode := range slices.Sorted(maps.Keys(chains)) { // sorted: the same error first on every start
+		entries := chains[mode]
 		chain := make([]pipeline.ChainEntry, len(entries))
 		for i, e := range entries {
 			chain[i] = pipeline.ChainEntry{Name: e.Name, Overrides: e.Overrides}
@@ -320,7 +323,7 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		// part of the chain's fingerprint, which response_cache keys on.
 		m, err := pipeline.Build(mode, chain, cfg.Plugins, fmt.Sprint(cfg.Models), fmt.Sprint(cfg.Knowledge.Search))
 		if err != nil {
-			return nil, err
+			return nil, withSource(cfg, err)
 		}
 		for _, p := range m.PluginInstances() {
 			if mu, ok := p.(modelUser); ok {
