@@ -191,11 +191,9 @@ func NewLogger(cfg config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = level
 	zc.Sampling = nil
-	zc.EncoderConfig.TimeKey = "time"
-	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.EncoderConfig = encoderConfig(cfg.Format == "console")
 	if cfg.Format == "console" {
 		zc.Encoding = "console"
-		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
 	log, err := zc.Build()
 	if err != nil {
@@ -271,6 +269,7 @@ func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
 		a.streams = a.localStreams
 		return nil
 	}
+	routeRedisLogs(a.log)
 	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
 	if err != nil {
 		_ = a.localStreams.Close()
