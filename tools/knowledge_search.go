@@ -107,7 +107,7 @@ func (t *KnowledgeSearch) Run(ctx context.Context, env *Env, arguments string) (
 		TenantID: req.TenantID, SessionID: req.SessionID, MessageID: req.MessageID,
 		UserMessageID: req.UserMessageID, Mode: req.Mode, Query: query,
 		Emitter:  eventbus.EmitterFunc(func(eventbus.Event) {}), // stages and references are the loop's to report
-		Messages: req.Messages, Models: req.Models, Knowledge: kb, Cache: req.Cache,
+		Messages: req.Messages, Models: req.Models, Knowledge: kb, Cache: req.Cache, Logger: req.Logger,
 	}
 	if perr := t.chain.Execute(ctx, sub); perr != nil {
 		if perr.Code == pipeline.CodeCanceled {

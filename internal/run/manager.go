@@ -192,6 +192,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Knowledge:     m.opts.Knowledge,
 		Cache:         m.opts.Cache,
 		Approvals:     r.approvals,
+		Logger:        log,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
@@ -261,6 +262,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
+	logCause(log, status, perr)
 	// Blocks close before the error, as when a plugin ends its own call:
 	// every ending (here, on another replica for a lost generation) reads
 	// the same — closed blocks, error, stream.finished.
@@ -369,6 +371,22 @@ func outcome(ctx context.Context, perr *pipeline.PluginError) (status, reason st
 		return eventbus.StatusFailed, ReasonGeneratorLost
 	default:
 		return eventbus.StatusFailed, perr.Code
+	}
+}
+
+// logCause logs why a run did not complete: PluginError.Err, the cause a
+// user never sees. A failure logs at error, a stop at warn when it has a
+// cause other than the stop itself; the user-facing message is not logged.
+func logCause(log *zap.Logger, status string, perr *pipeline.PluginError) {
+	if perr == nil || perr.Err == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("code", perr.Code), zap.String("stage", string(perr.Stage)), zap.Error(perr.Err)}
+	switch status {
+	case eventbus.StatusFailed:
+		log.Error("generation failed", fields...)
+	case eventbus.StatusStopped:
+		log.Debug("generation stopped", fields...)
 	}
 }
 

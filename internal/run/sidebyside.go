@@ -112,6 +112,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			Knowledge:     m.opts.Knowledge,
 			Cache:         m.opts.Cache,
 			Approvals:     r.approvals,
+			Logger:        m.log.With(zap.String("message_id", ids[i]), zap.String("model", name)),
 		}
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
@@ -171,6 +172,7 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 	log = log.With(zap.String("model", pt.model), zap.String("message_id", pt.messageID))
 	perr := m.runChain(ctx, chain, pt.cm, log)
 	status, reason := outcome(ctx, perr)
+	logCause(log, status, perr)
 	pt.guard.closeOpen() // blocks first, then the error: as every ending
 	if status == eventbus.StatusFailed && perr != nil {
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
