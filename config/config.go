@@ -12,7 +12,7 @@ type Config struct {
 	Log         Log                       `mapstructure:"log"`
 	Limits      Limits                    `mapstructure:"limits"`
 	Stream      Stream                    `mapstructure:"stream"`
-	StreamStore string                    `mapstructure:"stream_store"` // memory (redis later)
+	StreamStore string                    `mapstructure:"stream_store"` // memory or redis
 	Storage     Storage                   `mapstructure:"storage"`
 	Knowledge   Knowledge                 `mapstructure:"knowledge"`
 	Auth        Auth                      `mapstructure:"auth"`

@@ -173,3 +173,13 @@ func mapstructureTag(f reflect.StructField) string {
 	}
 	return tag
 }
+
+// EnvName is the environment variable that overrides key ("plugins.rerank.top_k"
+// ← CHATPIPE_PLUGINS_RERANK_TOP_K); a list index ("pipelines.rag[4]") names
+// the list's variable.
+func EnvName(key string) string {
+	if i := strings.IndexByte(key, '['); i >= 0 {
+		key = key[:i]
+	}
+	return envName(key)
+}

@@ -51,6 +51,9 @@ func Load(path string) (*Config, error) {
 		if optional && errors.Is(err, fs.ErrNotExist) {
 			cfg, err := build(nil, true)
 			if err != nil {
+				if envErr := (*EnvError)(nil); errors.As(err, &envErr) {
+					return nil, err
+				}
 				return nil, inFile("environment", err) // the defaults alone always decode
 			}
 			return cfg, nil
@@ -93,6 +96,9 @@ func parse(data []byte, file string) (*Config, error) {
 	}
 	cfg, err := build(raw, true)
 	if err != nil {
+		if envErr := (*EnvError)(nil); errors.As(err, &envErr) {
+			return nil, err // not the file's fault: say it is the environment
+		}
 		return nil, inFile(file, err)
 	}
 	cfg.File = file
@@ -117,6 +123,9 @@ func build(file map[string]any, useEnv bool) (*Config, error) {
 	}
 	if useEnv {
 		bindModelEnv(v)
+		if err := checkEnv(v); err != nil {
+			return nil, err
+		}
 		if err := applyPluginEnv(v, file, defaults); err != nil {
 			return nil, err
 		}

@@ -208,6 +208,10 @@ type Usage struct {
 	ReasoningTokens  int   `json:"reasoning_tokens"`
 	TTFTMS           int64 `json:"ttft_ms"`
 	TotalMS          int64 `json:"total_ms"`
+	// Estimated is true when the provider sent no usage (a stopped or
+	// failed call ends before its usage chunk): the token counts are then
+	// counted from the text sent and streamed, not the provider's own.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Error is the payload of error. Message is written for the user and never

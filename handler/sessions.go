@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // SessionJSON is a session as the API shows it.
@@ -51,7 +52,10 @@ func messageJSON(m history.Message) MessageJSON {
 	if refs == nil {
 		refs = []eventbus.Reference{}
 	}
-	return MessageJSON{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: m.Thinking, References: refs,
+	// Thinking saved before tags were taken off at save time still has
+	// them: stripped on read rather than by a migration, so no stored
+	// row is rewritten and a downgrade reads the same data.
+	return MessageJSON{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), References: refs,
 		Status: m.Status, Usage: m.Usage, Error: m.Error, CreatedAt: timeJSON(m.CreatedAt)}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // serveStream makes the request a reader of stream id: it replays the
@@ -57,16 +58,21 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
 	w.metrics = h.deps.Metrics
 	ctx := c.Request.Context()
+	// A reader resuming past a tool call's approval request that is still
+	// open is asked again (it may have lost its state) — after the gap it
+	// missed, which may decide it or hold requests of its own, and before
+	// the live tail: gap, then what is still pending, then live.
+	var (
+		pending []stream.Record
+		gapEnd  int64
+	)
 	if after > 0 && !done {
-		// A reader resuming past a tool call's approval request that is
-		// still open is asked again: it may have lost its state.
-		pending, err := run.PendingApprovals(ctx, h.deps.Streams, id, after)
+		pending, gapEnd, err = run.StillPending(ctx, h.deps.Streams, id, after)
 		if err != nil {
 			h.log.Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
 		}
-		w.again(pending)
 	}
-	if len(recs) == 0 { // answer with the headers now, not at the next event
+	if len(recs) == 0 && len(pending) == 0 { // answer with the headers now, not at the next event
 		if err := w.flush(); err != nil {
 			return
 		}
@@ -77,6 +83,13 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 		if len(recs) > 0 {
 			if err := w.records(recs); err != nil {
 				return // the client is gone or stalled past the write timeout
+			}
+		}
+		if pending != nil && (len(recs) == 0 || recs[len(recs)-1].Seq >= gapEnd) {
+			w.again(pending)
+			pending = nil
+			if err := w.flush(); err != nil {
+				return
 			}
 		}
 		if done {
@@ -241,6 +254,7 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 		msg     MessageJSON
 		content []byte
 		thought []byte
+		untag   think.Untag // the saved thinking is clean: tags are for the wire
 		recs    []stream.Record
 	)
 	msg.Role = "assistant"
@@ -264,8 +278,10 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
 			case eventbus.TypeAnswerDelta:
 				content = append(content, ev.Text...)
+			case eventbus.TypeThinkingStart:
+				untag.Start()
 			case eventbus.TypeThinkingDelta:
-				thought = append(thought, ev.Text...)
+				thought = append(thought, untag.Delta(ev.Text)...)
 			case eventbus.TypeReferences:
 				msg.References = ev.Payload.(eventbus.References).Items
 			case eventbus.TypeUsage:

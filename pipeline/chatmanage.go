@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"go.uber.org/zap"
+
 	"context"
 	"time"
 
@@ -14,6 +16,10 @@ import (
 // the services plugins use (behind small interfaces, so plugins never
 // import the stores).
 type ChatManage struct {
+	// Logger is the run's logger (stream and session ids attached): a
+	// plugin that degrades instead of failing logs the cause here, at warn,
+	// never user text at info. Nil logs nothing; use Log.
+	Logger *zap.Logger
 	// The request.
 	TenantID      string // the API key's tenant: knowledge and caches are scoped to it
 	SessionID     string
@@ -175,4 +181,12 @@ type SearchHit struct {
 	VectorScore  float64 // cosine similarity, 0 when not found by vector
 	KeywordRank  int     // 1-based, 0 when absent
 	VectorRank   int     // 1-based, 0 when absent
+}
+
+// Log returns the run's logger, a no-op one when none is set.
+func (cm *ChatManage) Log() *zap.Logger {
+	if cm.Logger == nil {
+		return zap.NewNop()
+	}
+	return cm.Logger
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-
-	"github.com/go-viper/mapstructure/v2"
 )
 
 // Factory builds a plugin from its config section.
@@ -43,25 +41,6 @@ type PluginConfig struct {
 // keys are an error that names them, so typos never pass silently.
 func (c PluginConfig) Decode(into any) error { return DecodeSection(c.Key, c.Raw, into) }
 
-// DecodeSection decodes a YAML section (raw) into a config struct with
-// `mapstructure` tags, as plugins and tools do: durations from strings,
-// weak typing, and unknown keys reported as errors naming key.
-func DecodeSection(key string, raw map[string]any, into any) error {
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		Result:           into,
-		ErrorUnused:      true,
-		WeaklyTypedInput: true,
-		DecodeHook:       mapstructure.StringToTimeDurationHookFunc(),
-	})
-	if err != nil {
-		return err
-	}
-	if err := dec.Decode(raw); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	return nil
-}
-
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]Factory{}
@@ -90,17 +69,24 @@ func Registered() []string {
 	return names
 }
 
+func registered(name string) bool {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	_, ok := registry[name]
+	return ok
+}
+
 // NewPlugin builds the plugin registered under cfg.Name.
 func NewPlugin(cfg PluginConfig) (Plugin, error) {
 	registryMu.RLock()
 	f, ok := registry[cfg.Name]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown plugin %q (registered: %v)", cfg.Key, cfg.Name, Registered())
+		return nil, unknownPlugin(cfg.Key, cfg.Name)
 	}
 	p, err := f(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Key, err)
+		return nil, WithKey(cfg.Key, err)
 	}
 	return p, nil
 }
@@ -160,6 +146,9 @@ func build(mode string, entries []ChainEntry, sections map[string]map[string]any
 	plugins := make([]Plugin, 0, len(entries))
 	for i, e := range entries {
 		key := fmt.Sprintf("pipelines.%s[%d]", mode, i)
+		if !registered(e.Name) {
+			return nil, unknownPlugin(key, e.Name) // the list names it: say where in the list
+		}
 		if len(e.Overrides) == 0 {
 			key = "plugins." + e.Name
 		}

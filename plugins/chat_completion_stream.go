@@ -18,6 +18,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/citation"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/think"
+	"github.com/chatpipe/chatpipe/internal/tokens"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -160,7 +161,7 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 	defer cancel()
 
 	start := time.Now()
-	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix}
+	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix, prompt: msgs}
 	out.blocks = think.Blocks{Emitter: answerText{cm.Emitter, &out.answer}, Tags: p.cfg.ThinkTags}
 	out.sink = &out.blocks
 	if len(cm.References) > 0 || cm.NoContext {
@@ -229,6 +230,8 @@ type generation struct {
 	byIndex  map[int]*toolCall // calls by the provider's index
 	idPrefix string
 	answer   strings.Builder
+	prompt   []*schema.Message // what was sent, for an estimate of its tokens
+	streamed tokens.Counter    // what the provider streamed, likewise
 }
 
 type toolCall struct {
@@ -247,6 +250,8 @@ func (g *generation) turn() *Turn {
 }
 
 func (g *generation) handle(msg *schema.Message) {
+	g.streamed.Add(msg.ReasoningContent)
+	g.streamed.Add(msg.Content)
 	if msg.ReasoningContent != "" {
 		g.blocks.Thinking(msg.ReasoningContent)
 	}
@@ -300,6 +305,7 @@ func (g *generation) toolCallDelta(tc schema.ToolCall) {
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallStart, eventbus.ToolCall{ToolCallID: cur.id, Name: cur.name}))
 	}
 	if tc.Function.Arguments != "" {
+		g.streamed.Add(tc.Function.Arguments)
 		cur.args.WriteString(tc.Function.Arguments)
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallDelta,
 			eventbus.ToolCall{ToolCallID: cur.id, Arguments: tc.Function.Arguments}))
@@ -328,14 +334,38 @@ func (g *generation) endToolCalls() {
 	}
 }
 
+// emitUsage reports the call's usage: the provider's when it sent it,
+// otherwise (a stopped or failed call ends before the usage chunk, and
+// some servers never send one) an estimate counted from the prompt and
+// the streamed text, marked estimated — never zeros for tokens that were
+// paid for.
 func (g *generation) emitUsage() {
 	u := eventbus.Usage{TotalMS: time.Since(g.start).Milliseconds(), TTFTMS: g.ttft.Milliseconds()}
 	if g.usage != nil {
 		u.PromptTokens = g.usage.PromptTokens
 		u.CompletionTokens = g.usage.CompletionTokens
 		u.ReasoningTokens = g.usage.CompletionTokensDetails.ReasoningTokens
+	} else {
+		u.PromptTokens, u.CompletionTokens, u.Estimated = estimatePrompt(g.prompt), g.streamed.Tokens(), true
 	}
 	g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
+}
+
+// perMessageTokens is what chat formats add around each message (role
+// markers, separators) in common tokenizers.
+const perMessageTokens = 4
+
+// estimatePrompt estimates the tokens of a prompt.
+func estimatePrompt(msgs []*schema.Message) int {
+	var c tokens.Counter
+	for _, m := range msgs {
+		c.Add(m.Content)
+		for _, tc := range m.ToolCalls {
+			c.Add(tc.Function.Name)
+			c.Add(tc.Function.Arguments)
+		}
+	}
+	return c.Tokens() + perMessageTokens*len(msgs)
 }
 
 // fail turns a provider or cancellation error into the plugin's result,

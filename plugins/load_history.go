@@ -4,6 +4,8 @@
 package plugins
 
 import (
+	"go.uber.org/zap"
+
 	"context"
 	"fmt"
 
@@ -56,6 +58,7 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 		if perr := pipeline.Canceled(ctx); perr != nil {
 			return perr
 		}
+		cm.Log().Warn("loading history failed; answering without it", zap.Error(err))
 		cm.StageDetail("history unavailable; answering without it")
 		return next()
 	}

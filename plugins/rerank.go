@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"go.uber.org/zap"
+
 	"context"
 	"fmt"
 	"slices"
@@ -123,6 +125,7 @@ func (p *Rerank) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 			return perr
 		}
 		cm.SearchResults = hits[:min(p.cfg.TopK, len(hits))]
+		cm.Log().Warn("rerank failed; keeping the fused order", zap.String("reranker", p.cfg.Reranker), zap.Error(err))
 		cm.StageDetail(fmt.Sprintf("%v; kept the fused order (top %d of %d)", err, len(cm.SearchResults), len(hits)))
 		return next()
 	}

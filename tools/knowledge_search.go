@@ -56,6 +56,9 @@ func newKnowledgeSearch(c Config) (Tool, error) {
 		entries = append(entries, pipeline.ChainEntry{Name: name, Overrides: settings})
 	}
 	chain, err := pipeline.BuildStages(c.Mode+".knowledge_search", entries, c.Sections)
+	if ke := (*pipeline.KeyError)(nil); errors.As(err, &ke) && strings.HasPrefix(ke.Key, "plugins.") {
+		return nil, err // a global plugin section is at fault, not this tool
+	}
 	if err != nil {
 		return nil, fmt.Errorf("chain: %w", err)
 	}
@@ -104,7 +107,7 @@ func (t *KnowledgeSearch) Run(ctx context.Context, env *Env, arguments string) (
 		TenantID: req.TenantID, SessionID: req.SessionID, MessageID: req.MessageID,
 		UserMessageID: req.UserMessageID, Mode: req.Mode, Query: query,
 		Emitter:  eventbus.EmitterFunc(func(eventbus.Event) {}), // stages and references are the loop's to report
-		Messages: req.Messages, Models: req.Models, Knowledge: kb, Cache: req.Cache,
+		Messages: req.Messages, Models: req.Models, Knowledge: kb, Cache: req.Cache, Logger: req.Logger,
 	}
 	if perr := t.chain.Execute(ctx, sub); perr != nil {
 		if perr.Code == pipeline.CodeCanceled {

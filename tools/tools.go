@@ -194,7 +194,10 @@ func build(name, mode, key string, raw map[string]any, defaults Common, sections
 	}
 	t, err := f(Config{Name: name, Mode: mode, Key: key, Raw: own, Sections: sections})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		// A KeyError names its own key: an error in a section the tool
+		// only uses (plugins.rerank, through knowledge_search's chain) is
+		// reported at that section, not through this tool.
+		return nil, pipeline.WithKey(key, err)
 	}
 	info := *t.Info()
 	if info.Name != name {

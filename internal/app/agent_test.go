@@ -189,7 +189,7 @@ func TestAgentToolCallThenAnswerStreamsInOrderWithPlacements(t *testing.T) {
 	}
 
 	msg := h.message(session, s.messageID())
-	if msg.Status != "completed" || msg.Content != "Feed it twice a day [1]." || msg.Thinking != "<think>Let me look it up.</think>" ||
+	if msg.Status != "completed" || msg.Content != "Feed it twice a day [1]." || msg.Thinking != "Let me look it up." ||
 		len(msg.References) == 0 || msg.References[0].Title != "Starter care" {
 		t.Fatalf("saved = %+v", msg)
 	}

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -196,11 +198,9 @@ func NewLogger(cfg config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	zc := zap.NewProductionConfig()
 	zc.Level = level
 	zc.Sampling = nil
-	zc.EncoderConfig.TimeKey = "time"
-	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.EncoderConfig = encoderConfig(cfg.Format == "console")
 	if cfg.Format == "console" {
 		zc.Encoding = "console"
-		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
 	log, err := zc.Build()
 	if err != nil {
@@ -300,6 +300,7 @@ func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
 		a.streams = a.localStreams
 		return nil
 	}
+	routeRedisLogs(a.log)
 	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
 	if err != nil {
 		_ = a.localStreams.Close()
@@ -347,7 +348,8 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 			Interval:    cfg.Stream.PartialSaveInterval,
 		},
 	}
-	for mode, entries := range chains {
+	for _, mode := range slices.Sorted(maps.Keys(chains)) { // sorted: the same error first on every start
+		entries := chains[mode]
 		chain := make([]pipeline.ChainEntry, len(entries))
 		for i, e := range entries {
 			chain[i] = pipeline.ChainEntry{Name: e.Name, Overrides: e.Overrides}
@@ -356,7 +358,7 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 		// part of the chain's fingerprint, which response_cache keys on.
 		m, err := pipeline.Build(mode, chain, cfg.Plugins, fmt.Sprint(cfg.Models), fmt.Sprint(cfg.Knowledge.Search))
 		if err != nil {
-			return nil, err
+			return nil, withSource(cfg, err)
 		}
 		for _, p := range m.PluginInstances() {
 			if mu, ok := p.(modelUser); ok {

@@ -259,3 +259,62 @@ func containsInOrder(got, want []string) bool {
 	}
 	return i == len(want)
 }
+
+// A reader resuming while an approval it saw is still pending gets, in
+// this order: the gap it missed (with its ids), the still-pending request
+// again (without an id), then the live tail.
+func TestResumeSendsTheGapBeforePendingApprovals(t *testing.T) {
+	h := newApprovalHarness(t, "1m")
+	ka, kb := e2eKey("gap-a"), e2eKey("gap-b")
+	openE2EGate(ka)
+	openE2EGate(kb)
+	h.provider.Enqueue(
+		providertest.Script{Chunks: append(providertest.ToolCall(0, "call_a", "e2e_wait", `{"key":"`+ka+`"}`, 1),
+			providertest.ToolCall(1, "call_b", "e2e_wait", `{"key":"`+kb+`"}`, 1)...)},
+		providertest.Script{Chunks: providertest.Answer("Done.", 1)},
+	)
+	s := h.ask(h.createSession(), "Run both.")
+	evs := s.until(isType(eventbus.TypeToolCallApprovalRequest))
+	first := evs[len(evs)-1]
+	s.until(isType(eventbus.TypeToolCallApprovalRequest)) // call_b's is in the log too
+	s.close()
+	id := s.messageID()
+
+	r := h.open("GET", "/api/v1/streams/"+id, "", "Last-Event-ID", first.ID)
+	var got []event
+	for len(got) == 0 || got[len(got)-1].ID != "" { // up to the re-sent request, which has no id
+		e, ok := r.next()
+		if !ok {
+			t.Fatalf("stream ended before the pending request was re-sent: %v", summary(got, false))
+		}
+		got = append(got, e)
+	}
+	again := got[len(got)-1]
+	if a := again.Payload.(eventbus.ToolApproval); a.ToolCallID != "call_a" || again.Seq != first.Seq {
+		t.Fatalf("re-sent = %+v", again)
+	}
+	gap := got[:len(got)-1]
+	if len(gap) == 0 || gap[0].Seq != first.Seq+1 {
+		t.Fatalf("the gap did not come first: %v", summary(got, false))
+	}
+	checkSeqs(t, gap, first.Seq+1)
+	sawB := false
+	for _, e := range gap {
+		if a, ok := e.Payload.(eventbus.ToolApproval); ok && e.Type == eventbus.TypeToolCallApprovalRequest {
+			sawB = sawB || a.ToolCallID == "call_b"
+		}
+	}
+	if !sawB {
+		t.Fatalf("call_b's request is not in the replayed gap: %v", summary(gap, false))
+	}
+	for _, call := range []string{"call_a", "call_b"} {
+		if code := h.decide(id, call, eventbus.DecisionAllow); code != http.StatusAccepted {
+			t.Fatalf("decide %s: %d", call, code)
+		}
+	}
+	tail := r.all()
+	checkSeqs(t, tail, gap[len(gap)-1].Seq+1)
+	if finished(t, tail).Status != eventbus.StatusCompleted {
+		t.Fatal("not completed")
+	}
+}

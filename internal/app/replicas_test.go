@@ -237,10 +237,18 @@ func TestRedisGoingAwayMidStream(t *testing.T) {
 	}
 }
 
-// A replica killed with SIGKILL mid-stream: readers on the other replica
-// get stream.finished{failed, generator_lost} within the lease bound, and
-// the saved message shows the partial answer as failed.
-func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
+// killableReplica is a real chatpipe process (replica A) sharing
+// PostgreSQL and Redis with the in-process harness b (replica B), so a
+// test can SIGKILL the generating replica.
+type killableReplica struct {
+	cmd  *exec.Cmd
+	a    *harness // talks to A
+	b    *harness
+	base string
+}
+
+func startKillableReplica(t *testing.T) (*killableReplica, *providertest.Server) {
+	t.Helper()
 	dsn := postgresSchema(t)
 	addr := redistest.Addr(t)
 	prefix := redistest.Prefix(t)
@@ -266,15 +274,22 @@ func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	a := &harness{t: t, provider: provider, client: b.client}
-	base := "http://" + aAddr
-	waitReady(t, b.client, base)
+	r := &killableReplica{cmd: cmd, a: &harness{t: t, provider: provider, client: b.client}, b: b, base: "http://" + aAddr}
+	waitReady(t, b.client, r.base)
+	return r, provider
+}
 
+// A replica killed with SIGKILL mid-stream: readers on the other replica
+// get stream.finished{failed, generator_lost} within the lease bound, and
+// the saved message shows the partial answer as failed.
+func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
+	r, provider := startKillableReplica(t)
+	b := r.b
 	gate := providertest.NewGate()
 	defer gate.Release()
 	provider.Enqueue(providertest.Script{Chunks: providertest.Answer("partial words before the crash and more", 7), Hold: gate, HoldAfter: 3})
 	session := b.createSession() // sessions are shared: ask on A in B's session
-	s := openURL(t, a, base, session)
+	s := openURL(t, r.a, r.base, session)
 	id := s.resp.Header.Get("X-Message-Id")
 	s.until(isType(eventbus.TypeAnswerDelta))
 	_ = gate.WaitReached(ctxTimeout(t))
@@ -282,7 +297,7 @@ func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
 	onB.until(isType(eventbus.TypeAnswerDelta))
 
 	killed := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	rest := onB.all()
@@ -293,9 +308,51 @@ func TestKilledReplicaIsReportedLostWithinTheLease(t *testing.T) {
 	if took := time.Since(killed); took > 4*time.Second {
 		t.Errorf("generator_lost after %v; the lease is 1s", took)
 	}
+	if got := types(rest); !strings.Contains(strings.Join(got, " "), "answer.end error stream.finished") {
+		t.Errorf("the lost stream's ending is not balanced: %v", got)
+	}
 	msg := b.message(session, id)
 	if msg.Status != "failed" || !strings.HasPrefix("partial words before the crash and more", msg.Content) || msg.Content == "" {
 		t.Fatalf("saved = %+v", msg)
+	}
+}
+
+// A replica killed mid-thinking: the stream the other replica ends reads
+// like a local ending — </think> and thinking.end, then the error, then
+// stream.finished — and the saved thinking is clean text.
+func TestReplicaKilledMidThinkingEndsBalanced(t *testing.T) {
+	r, provider := startKillableReplica(t)
+	b := r.b
+	gate := providertest.NewGate()
+	defer gate.Release()
+	provider.Enqueue(providertest.Script{Chunks: providertest.ReasoningContent("weighing the options one by one", 6),
+		Hold: gate, HoldAfter: 3})
+	session := b.createSession()
+	s := openURL(t, r.a, r.base, session)
+	id := s.resp.Header.Get("X-Message-Id")
+	s.until(isType(eventbus.TypeThinkingDelta))
+	_ = gate.WaitReached(ctxTimeout(t))
+	onB := b.open("GET", "/api/v1/streams/"+id+"?after=0", "")
+	before := onB.until(isType(eventbus.TypeThinkingDelta))
+
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	rest := onB.all()
+	all := append(before, rest...)
+	got := strings.Join(types(rest), " ")
+	if !strings.HasSuffix(got, "thinking.delta thinking.end error stream.finished") {
+		t.Fatalf("ending = %v, want … thinking.delta(</think>) thinking.end error stream.finished", got)
+	}
+	if thought := text(all, eventbus.TypeThinkingDelta); !strings.HasPrefix(thought, "<think>") || !strings.HasSuffix(thought, "</think>") {
+		t.Errorf("thinking on the wire = %q, want it wrapped in <think>…</think>", thought)
+	}
+	if fin := finished(t, rest); fin.Reason != "generator_lost" {
+		t.Errorf("finished = %+v", fin)
+	}
+	msg := b.message(session, id)
+	if msg.Status != "failed" || msg.Thinking == "" || strings.Contains(msg.Thinking, "think>") {
+		t.Errorf("saved = %+v, want failed with clean thinking", msg)
 	}
 }
 

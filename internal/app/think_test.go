@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -122,5 +126,32 @@ func TestThinkTagIsClosedOnEveryEnding(t *testing.T) {
 		if _, ok := firstError(evs); !ok {
 			t.Fatalf("%s: no error event", c.name)
 		}
+	}
+}
+
+// Thinking saved by earlier versions kept the wire's <think> tags; it is
+// returned clean (stripped on read, no migration rewrites stored rows).
+func TestThinkingSavedWithTagsIsReturnedClean(t *testing.T) {
+	provider := providertest.New(t)
+	cfg := baseConfig(t, provider)
+	h := startHarness(t, provider, cfg, "")
+	session := h.createSession()
+
+	ctx := ctxTimeout(t)
+	store, err := sqlitestore.Open(ctx, cfg.Storage.SQLite.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, reserved, err := store.StartTurn(ctx, session, history.Message{ID: uuid.NewString(), Role: history.RoleUser, Content: "q"}, uuid.NewString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishMessage(ctx, reserved.ID, history.Final{Status: history.StatusCompleted,
+		Content: "A.", Thinking: "<think>old thought</think>"}); err != nil {
+		t.Fatal(err)
+	}
+	if msg := h.message(session, reserved.ID); msg.Thinking != "old thought" {
+		t.Fatalf("thinking = %q, want the clean text", msg.Thinking)
 	}
 }

@@ -31,6 +31,7 @@ type Metrics struct {
 	streams       *prometheus.CounterVec
 	active        prometheus.Gauge
 	tokens        *prometheus.CounterVec
+	estimated     *prometheus.CounterVec
 	errors        *prometheus.CounterVec
 	sseEvents     prometheus.Counter
 	sseBytes      prometheus.Counter
@@ -62,6 +63,10 @@ func New() *Metrics {
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gen_ai_client_token_usage_total", Help: "Tokens used, by type (input, output, reasoning)."},
 		[]string{"mode", "type"})
+	m.estimated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatpipe_token_usage_estimated_total",
+		Help: "The part of gen_ai_client_token_usage_total that was estimated (the provider sent no usage: stopped or failed calls)."},
+		[]string{"mode", "type"})
 	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatpipe_errors_total", Help: "Error events by code (provider_error, rate_limited, timeout, …) and stage."},
 		[]string{"code", "stage"})
@@ -75,7 +80,7 @@ func New() *Metrics {
 	m.httpDurations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "chatpipe_http_request_duration_seconds", Help: "HTTP request duration (a streamed answer counts to its end).",
 		Buckets: latencyBuckets}, []string{"route", "method"})
-	for _, c := range []prometheus.Collector{m.ttft, m.perToken, m.stage, m.streams, m.active, m.tokens, m.errors,
+	for _, c := range []prometheus.Collector{m.ttft, m.perToken, m.stage, m.streams, m.active, m.tokens, m.estimated, m.errors,
 		m.sseEvents, m.sseBytes, m.httpRequests, m.httpDurations,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -139,6 +144,10 @@ func (o *streamObserver) handle(ev *eventbus.Event) {
 		o.m.tokens.WithLabelValues(o.mode, "input").Add(float64(p.PromptTokens))
 		o.m.tokens.WithLabelValues(o.mode, "output").Add(float64(p.CompletionTokens))
 		o.m.tokens.WithLabelValues(o.mode, "reasoning").Add(float64(p.ReasoningTokens))
+		if p.Estimated {
+			o.m.estimated.WithLabelValues(o.mode, "input").Add(float64(p.PromptTokens))
+			o.m.estimated.WithLabelValues(o.mode, "output").Add(float64(p.CompletionTokens))
+		}
 	case eventbus.Error:
 		o.m.errors.WithLabelValues(p.Code, p.Stage).Inc()
 	case eventbus.Finished:

@@ -20,13 +20,10 @@ import (
 // readers) sees it, so no configured secret reaches a user or a saved
 // message whichever plugin or provider put it in the text.
 type guard struct {
-	mu        sync.Mutex
-	bus       *eventbus.Bus
-	finished  bool
-	thinking  int // 0 closed, 1 open, 2 open with a <think> tag
-	thinkSeen bool
-	answer    bool
-	tools     map[string]bool
+	mu       sync.Mutex
+	bus      *eventbus.Bus
+	finished bool
+	open     openBlocks
 	// model, when set, places every event with this model: one guard per
 	// model answering side by side, each keeping its own blocks balanced.
 	model string
@@ -45,7 +42,7 @@ func (g *guard) Emit(ev eventbus.Event) {
 	if g.finished || ev.Type == eventbus.TypeStreamFinished || ev.Type == eventbus.TypeResyncRequired {
 		return
 	}
-	g.track(&ev)
+	g.open.track(&ev)
 	g.emit(ev)
 }
 
@@ -73,62 +70,84 @@ func (g *guard) emit(ev eventbus.Event) {
 	g.bus.Emit(ev)
 }
 
-func (g *guard) track(ev *eventbus.Event) {
+// openBlocks follows which blocks of a stream are open. The guard feeds it
+// every event it passes on; ending a lost stream (EndLost) feeds it the
+// stream's log. Both then close what is open with the same events, so a
+// stream ends balanced whichever replica ends it.
+type openBlocks struct {
+	thinking  int // 0 closed, 1 open, 2 open with a <think> tag
+	thinkSeen bool
+	answer    bool
+	tools     []string // open tool calls, in the order they started
+}
+
+func (o *openBlocks) track(ev *eventbus.Event) {
 	switch ev.Type {
 	case eventbus.TypeThinkingStart:
-		g.thinking, g.thinkSeen = 1, false
+		o.thinking, o.thinkSeen = 1, false
 	case eventbus.TypeThinkingDelta:
-		if g.thinking == 1 && !g.thinkSeen {
-			g.thinkSeen = true
+		if o.thinking == 1 && !o.thinkSeen {
+			o.thinkSeen = true
 			if strings.HasPrefix(ev.Text, "<think>") {
-				g.thinking = 2
+				o.thinking = 2
 			}
 		}
-		if g.thinking == 2 && ev.Text == "</think>" {
-			g.thinking = 1 // the plugin closed its tag itself
+		if o.thinking == 2 && ev.Text == "</think>" {
+			o.thinking = 1 // the plugin closed its tag itself
 		}
 	case eventbus.TypeThinkingEnd:
-		g.thinking = 0
+		o.thinking = 0
 	case eventbus.TypeAnswerStart:
-		g.answer = true
+		o.answer = true
 	case eventbus.TypeAnswerEnd:
-		g.answer = false
+		o.answer = false
 	case eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd:
-		if tc, ok := ev.Payload.(eventbus.ToolCall); ok {
-			if g.tools == nil {
-				g.tools = map[string]bool{}
+		tc, ok := ev.Payload.(eventbus.ToolCall)
+		if !ok {
+			return
+		}
+		for i, id := range o.tools {
+			if id == tc.ToolCallID {
+				o.tools = append(o.tools[:i], o.tools[i+1:]...)
+				break
 			}
-			if ev.Type == eventbus.TypeToolCallStart {
-				g.tools[tc.ToolCallID] = true
-			} else {
-				delete(g.tools, tc.ToolCallID)
-			}
+		}
+		if ev.Type == eventbus.TypeToolCallStart {
+			o.tools = append(o.tools, tc.ToolCallID)
 		}
 	}
 }
 
-// closeOpen ends every block still open, in the order a client expects.
+// closing returns the events that end every open block, in the order a
+// client expects, and marks them closed.
+func (o *openBlocks) closing() []eventbus.Event {
+	var evs []eventbus.Event
+	if o.thinking == 2 {
+		evs = append(evs, eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
+	}
+	if o.thinking != 0 {
+		evs = append(evs, eventbus.Event{Type: eventbus.TypeThinkingEnd})
+	}
+	if o.answer {
+		evs = append(evs, eventbus.Event{Type: eventbus.TypeAnswerEnd})
+	}
+	for _, id := range o.tools {
+		evs = append(evs, eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
+	}
+	*o = openBlocks{}
+	return evs
+}
+
+// closeOpen ends every block still open.
 func (g *guard) closeOpen() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.finished {
 		return
 	}
-	if g.thinking == 2 {
-		g.emit(eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
+	for _, ev := range g.open.closing() {
+		g.emit(ev)
 	}
-	if g.thinking != 0 {
-		g.emit(eventbus.Event{Type: eventbus.TypeThinkingEnd})
-		g.thinking = 0
-	}
-	if g.answer {
-		g.emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
-		g.answer = false
-	}
-	for id := range g.tools {
-		g.emit(eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
-	}
-	g.tools = nil
 }
 
 // emitInternal publishes an event of the run itself (error, usage).

@@ -6,7 +6,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // streamLogger is the bus subscriber that writes a stream's lifecycle to
@@ -57,18 +56,7 @@ func (l *streamLogger) handle(ev *eventbus.Event) {
 			zap.Int64("ttft_ms", l.usage.TTFTMS),
 			zap.Int("prompt_tokens", l.usage.PromptTokens),
 			zap.Int("completion_tokens", l.usage.CompletionTokens),
-			zap.Int("reasoning_tokens", l.usage.ReasoningTokens))
+			zap.Int("reasoning_tokens", l.usage.ReasoningTokens),
+			zap.Bool("usage_estimated", l.usage.Estimated))
 	}
-}
-
-// logFailure writes why a run failed in full — the provider's own message,
-// the underlying error — which users see only in the short form of the
-// error event. The logger's core redacts configured secrets from it.
-func logFailure(log *zap.Logger, perr *pipeline.PluginError) {
-	fields := []zap.Field{zap.String("code", perr.Code), zap.String("stage", string(perr.Stage)),
-		zap.String("message", perr.Message)}
-	if perr.Err != nil {
-		fields = append(fields, zap.Error(perr.Err))
-	}
-	log.Warn("answer failed", fields...)
 }

@@ -50,7 +50,9 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 		return fmt.Errorf("end lost stream %s: %w", id, err)
 	}
 	p := &persister{}
-	if err := replay(ctx, log, id, last, p); err != nil {
+	var open openBlocks
+	fold := func(ev *eventbus.Event) { p.handle(ev); open.track(ev) }
+	if err := replay(ctx, log, id, last, fold); err != nil {
 		m.log.Warn("the lost stream's log is incomplete; saving what could be read", zap.String("stream_id", id), zap.Error(err))
 	}
 	const msg = "The server generating this answer stopped unexpectedly; the answer is incomplete."
@@ -69,6 +71,13 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 		p.handle(&ev)
 		return nil
 	}
+	// The stream ends as a local one does: open blocks closed (with the
+	// </think> a tagged thinking block needs), then the error.
+	for _, ev := range open.closing() {
+		if err := appendEvent(ev); err != nil {
+			return err
+		}
+	}
 	if err := appendEvent(eventbus.Of(eventbus.TypeError,
 		eventbus.Error{Code: ReasonGeneratorLost, Message: msg, Retryable: true})); err != nil {
 		return err
@@ -83,8 +92,8 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 		eventbus.Finished{Status: eventbus.StatusFailed, Reason: ReasonGeneratorLost, MessageID: id}))
 }
 
-// replay feeds the records 1..last of stream id to p.
-func replay(ctx context.Context, log SharedLog, id string, last int64, p *persister) error {
+// replay feeds the records 1..last of stream id to fold.
+func replay(ctx context.Context, log SharedLog, id string, last int64, fold func(*eventbus.Event)) error {
 	sub, err := log.Subscribe(ctx, id, 0)
 	if err != nil {
 		return err
@@ -101,7 +110,7 @@ func replay(ctx context.Context, log SharedLog, id string, last int64, p *persis
 			if err != nil {
 				return err
 			}
-			p.handle(&ev)
+			fold(&ev)
 			seen = r.Seq
 		}
 		if done {

@@ -22,6 +22,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -198,6 +199,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Knowledge:     m.opts.Knowledge,
 		Cache:         m.opts.Cache,
 		Approvals:     r.approvals,
+		Logger:        log,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
@@ -272,11 +274,14 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 
 	perr := m.runChain(ctx, chain, cm, log)
 	status, reason := outcome(ctx, perr)
+	logCause(log, status, perr)
+	// Blocks close before the error, as when a plugin ends its own call:
+	// every ending (here, on another replica for a lost generation) reads
+	// the same — closed blocks, error, stream.finished.
+	g.closeOpen()
 	if status == eventbus.StatusFailed && perr != nil {
-		logFailure(log, perr)
 		g.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
-	g.closeOpen()
 
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
@@ -379,6 +384,29 @@ func outcome(ctx context.Context, perr *pipeline.PluginError) (status, reason st
 		return eventbus.StatusFailed, ReasonGeneratorLost
 	default:
 		return eventbus.StatusFailed, perr.Code
+	}
+}
+
+// logCause logs why a run did not complete, in full: the provider's own
+// message and PluginError.Err, the cause users see only in the short form
+// of the error event (the logger's core redacts configured secrets from
+// it). A failure is an error; a stop, expected, is debug.
+func logCause(log *zap.Logger, status string, perr *pipeline.PluginError) {
+	if perr == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("code", perr.Code), zap.String("stage", string(perr.Stage)),
+		zap.String("message", perr.Message)}
+	if perr.Err != nil {
+		fields = append(fields, zap.Error(perr.Err))
+	}
+	switch status {
+	case eventbus.StatusFailed:
+		log.Error("answer failed", fields...)
+	case eventbus.StatusStopped:
+		if perr.Err != nil {
+			log.Debug("generation stopped", fields...)
+		}
 	}
 }
 
@@ -504,7 +532,7 @@ func (r messageReader) RecentMessages(ctx context.Context, sessionID, before str
 	}
 	out := make([]pipeline.HistoryMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: m.Thinking, Status: m.Status}
+		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
 	}
 	return out, nil
 }

@@ -15,41 +15,65 @@ import (
 // none. The log is the shared one with a Redis stream store, so any
 // replica can answer. A log whose start is no longer retained gives none.
 func PendingApprovals(ctx context.Context, store stream.Store, id string, upTo int64) ([]stream.Record, error) {
+	pending, _, err := pendingIn(ctx, store, id, upTo)
+	return pending, err
+}
+
+// StillPending returns, for a reader resuming after seq after, the
+// approval requests it saw (seq ≤ after) that are still undecided now,
+// and the last seq of the log as read: the reader is sent the gap
+// (after, last] first — which may hold decisions, and requests of its
+// own — and these requests again only then, before the live tail.
+func StillPending(ctx context.Context, store stream.Store, id string, after int64) (pending []stream.Record, last int64, err error) {
+	all, last, err := pendingIn(ctx, store, id, 0)
+	for _, r := range all {
+		if r.Seq <= after {
+			pending = append(pending, r)
+		}
+	}
+	return pending, last, err
+}
+
+// pendingIn reads the log up to upTo (0 = all it holds now) and returns
+// the undecided requests and the last seq read.
+func pendingIn(ctx context.Context, store stream.Store, id string, upTo int64) ([]stream.Record, int64, error) {
 	sub, err := store.Subscribe(ctx, id, 0)
 	if errors.Is(err, stream.ErrExpired) || errors.Is(err, stream.ErrNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer sub.Close()
 	var (
 		pending []stream.Record
 		buf     []stream.Record
+		last    int64
 	)
 	for {
 		recs, done, err := sub.Fetch(buf[:0])
 		if errors.Is(err, stream.ErrExpired) {
-			return nil, nil
+			return nil, 0, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, r := range recs {
 			if upTo > 0 && r.Seq > upTo {
-				return pending, nil
+				return pending, last, nil
 			}
+			last = r.Seq
 			switch eventbus.Type(r.Type) {
 			case eventbus.TypeToolCallApprovalRequest:
 				pending = append(pending, stream.Record{Seq: r.Seq, Type: r.Type, Data: append([]byte(nil), r.Data...)})
 			case eventbus.TypeToolCallApprovalDecision:
 				pending = decided(pending, r)
 			case eventbus.TypeStreamFinished:
-				return nil, nil
+				return nil, last, nil
 			}
 		}
 		if done || len(recs) == 0 {
-			return pending, nil
+			return pending, last, nil
 		}
 		buf = recs
 	}

@@ -6,17 +6,20 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // persister is the bus subscriber that gathers what the assistant message
 // will be saved as: the concatenated answer and thinking deltas (so the
-// saved text is exactly what readers received), the last references, the
+// saved text is exactly what readers received, less the think tags, which
+// are a wire format), the last references, the
 // usage and the first error. The run saves it once, at the end; meanwhile
 // the partial saver may read the text (see startPartialSaves).
 type persister struct {
 	mu       sync.Mutex // guards answer, thinking and unsaved against the partial saver
 	answer   strings.Builder
 	thinking strings.Builder
+	untag    think.Untag
 	unsaved  int           // deltas since the last snapshot
 	every    int           // nudge the partial saver after this many deltas; 0 = never
 	due      chan struct{} // the nudge (one pending at most)
@@ -31,7 +34,7 @@ type persister struct {
 
 // persistedTypes are the events the persister needs.
 var persistedTypes = []eventbus.Type{
-	eventbus.TypeAnswerDelta, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
+	eventbus.TypeAnswerDelta, eventbus.TypeThinkingStart, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
 	eventbus.TypeUsage, eventbus.TypeError,
 }
 
@@ -42,8 +45,10 @@ func (p *persister) handle(ev *eventbus.Event) {
 	switch ev.Type {
 	case eventbus.TypeAnswerDelta:
 		p.addText(&p.answer, ev.Text)
+	case eventbus.TypeThinkingStart:
+		p.untag.Start()
 	case eventbus.TypeThinkingDelta:
-		p.addText(&p.thinking, ev.Text)
+		p.addText(&p.thinking, p.untag.Delta(ev.Text))
 	case eventbus.TypeReferences:
 		if r, ok := ev.Payload.(eventbus.References); ok {
 			p.references = r.Items

@@ -112,6 +112,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			Knowledge:     m.opts.Knowledge,
 			Cache:         m.opts.Cache,
 			Approvals:     r.approvals,
+			Logger:        m.log.With(zap.String("message_id", ids[i]), zap.String("model", name)),
 		}
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
@@ -173,11 +174,11 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 	defer stopPartial()
 	perr := m.runChain(ctx, chain, pt.cm, log)
 	status, reason := outcome(ctx, perr)
+	logCause(log, status, perr)
+	pt.guard.closeOpen() // blocks first, then the error: as every ending
 	if status == eventbus.StatusFailed && perr != nil {
-		logFailure(log, perr)
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
-	pt.guard.closeOpen()
 	stopPartial()
 	m.saveAnswer(ctx, pt.messageID, pt.persister.final(status), pt.guard, log)
 	return status, reason

@@ -58,6 +58,7 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 		Models:    setup.Models,
 		Knowledge: m.opts.Knowledge,
 		Approvals: r.approvals,
+		Logger:    log,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)

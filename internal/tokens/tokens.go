@@ -10,16 +10,29 @@ import "unicode/utf8"
 // runs at roughly one to one and a half tokens per character in common
 // tokenizers, so this errs on the side of fewer characters per budget).
 func Estimate(s string) int {
-	ascii, other := 0, 0
+	var c Counter
+	c.Add(s)
+	return c.Tokens()
+}
+
+// Counter estimates the tokens of text that arrives in pieces (a streamed
+// answer) as Estimate would for the whole: pieces are counted, not kept,
+// and a piece boundary does not round up.
+type Counter struct{ ascii, other int }
+
+// Add counts s.
+func (c *Counter) Add(s string) {
 	for i := 0; i < len(s); {
 		if s[i] < utf8.RuneSelf {
-			ascii++
+			c.ascii++
 			i++
 			continue
 		}
 		_, size := utf8.DecodeRuneInString(s[i:])
-		other++
+		c.other++
 		i += size
 	}
-	return (ascii+3)/4 + other
 }
+
+// Tokens is the estimate for everything added so far.
+func (c *Counter) Tokens() int { return (c.ascii+3)/4 + c.other }
