@@ -112,6 +112,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			Knowledge:     m.opts.Knowledge,
 			Cache:         m.opts.Cache,
 			Approvals:     r.approvals,
+			RemoteTools:   m.opts.RemoteTools,
 		}
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}

@@ -58,6 +58,8 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 		Models:    setup.Models,
 		Knowledge: m.opts.Knowledge,
 		Approvals: r.approvals,
+
+		RemoteTools: m.opts.RemoteTools,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
