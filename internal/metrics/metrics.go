@@ -36,6 +36,7 @@ type Metrics struct {
 	sseBytes      prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
+	mcp           mcpMetrics // mcp.go
 }
 
 // latencyBuckets span a fast stage (1 ms) to a long generation (2 min).
@@ -80,6 +81,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.registerMCP()
 	return m
 }
 
