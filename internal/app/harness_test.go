@@ -22,11 +22,15 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 	"github.com/chatpipe/chatpipe/internal/sseclient"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	mcptest.ServeStdioIfChild() // the MCP tests start this binary as a stdio MCP server
+	goleak.VerifyTestMain(m)
+}
 
 // harness is a whole chatpipe server on a real listener, backed by a
 // SQLite file and the fake OpenAI-compatible provider.

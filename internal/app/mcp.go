@@ -60,3 +60,6 @@ func checkRemoteTools(cfg *config.Config, mode string, chain *pipeline.EventMana
 	}
 	return nil
 }
+
+// MCPClients is the manager of the connections to mcp.servers.
+func (a *App) MCPClients() *mcpclient.Manager { return a.mcpClients }
