@@ -37,7 +37,7 @@ type MCPServerLink struct {
 	Transport string            `mapstructure:"transport"` // stdio | http
 	Command   string            `mapstructure:"command"`   // stdio: the program to start
 	Args      []string          `mapstructure:"args"`      // stdio: its arguments
-	Env       map[string]string `mapstructure:"env"`       // stdio: extra environment variables
+	Env       []string          `mapstructure:"env"`       // stdio: extra environment variables as KEY=value (a list: YAML keys lose their case)
 	URL       string            `mapstructure:"url"`       // http: the Streamable HTTP endpoint
 	Headers   map[string]string `mapstructure:"headers"`   // http: extra request headers (e.g. Authorization)
 	// Tools is the allow-list of the server's tools chatpipe may use; empty
@@ -46,7 +46,8 @@ type MCPServerLink struct {
 	// RequireApproval lists tools whose every call waits for the user's
 	// approval ("*" = all of them).
 	RequireApproval []string `mapstructure:"require_approval"`
-	// Timeout bounds one tool call; ToolTimeouts override it per tool.
+	// Timeout bounds one tool call; ToolTimeouts override it per tool (tool
+	// names matched without regard to case, as config keys are).
 	Timeout      time.Duration            `mapstructure:"timeout"`
 	ToolTimeouts map[string]time.Duration `mapstructure:"tool_timeouts"`
 	// ConnectTimeout bounds starting or connecting to the server.
@@ -99,8 +100,10 @@ func (s MCPServerLink) NeedsApproval(tool string) bool {
 
 // CallTimeout is the bound of one call of tool.
 func (s MCPServerLink) CallTimeout(tool string) time.Duration {
-	if d, ok := s.ToolTimeouts[tool]; ok && d > 0 {
-		return d
+	for name, d := range s.ToolTimeouts {
+		if strings.EqualFold(name, tool) && d > 0 {
+			return d
+		}
 	}
 	return s.WithDefaults().Timeout
 }
@@ -133,6 +136,11 @@ func (c *Config) validateMCP(add func(key, format string, args ...any)) {
 		case MCPTransportStdio:
 			if strings.TrimSpace(s.Command) == "" {
 				add(key+".command", "required for transport stdio")
+			}
+			for j, kv := range s.Env {
+				if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+					add(fmt.Sprintf("%s.env[%d]", key, j), "want KEY=value, got %q", kv)
+				}
 			}
 		case MCPTransportHTTP:
 			if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {

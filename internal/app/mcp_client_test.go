@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +215,67 @@ func TestMCPToolOfAnUnknownServerIsAConfigError(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%v: %v, want %q", tc.tools, err, tc.want)
 		}
+	}
+}
+
+// Editing mcp.servers in config.yaml connects a new server for the next
+// answers, and removing it closes its connection (hot reload).
+func TestMCPServersFollowConfigReload(t *testing.T) {
+	provider := providertest.New(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	cmd, args, env := mcptest.StdioCommand()
+	write := func(withServer bool) {
+		yaml := "storage:\n  sqlite:\n    path: " + filepath.Join(dir, "db") +
+			"\nmodels:\n  default:\n    provider: openai\n    base_url: " + provider.BaseURL() + "\n    model: m\n    retries: 0\n" +
+			"default_mode: agent\n"
+		if withServer {
+			yaml += "mcp:\n  servers:\n    - name: local\n      transport: stdio\n      command: " + cmd +
+				"\n      args: [\"" + args[0] + "\"]\n      env: [\"" + env[0] + "\"]\n" +
+				"plugins:\n  agent_loop:\n    tools: [local.echo]\n"
+		}
+		if err := os.WriteFile(path+".tmp", []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(false)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, provider, cfg, path)
+	if _, ok := h.app.MCPClients().Status("local"); ok {
+		t.Fatal("a server before it is configured")
+	}
+	write(true)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, ok := h.app.MCPClients().Status("local"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the added server was not started after the reload")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.waitMCP("local")
+	toolCallThenAnswer(h.provider, "call_1", "local__echo", `{"text":"reloaded"}`, "Done.")
+	evs := h.ask(h.createSession(), "Echo after the reload").all()
+	if res := resultsOf(evs); len(res) != 1 || res[0].Output != "echo: reloaded" {
+		t.Fatalf("results %+v", res)
+	}
+	write(false)
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		if _, ok := h.app.MCPClients().Status("local"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the removed server is still connected after the reload")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -155,10 +155,7 @@ func (l *link) transport() (mcp.Transport, func(), error) {
 	switch l.cfg.Transport {
 	case config.MCPTransportStdio:
 		cmd := exec.Command(l.cfg.Command, l.cfg.Args...)
-		cmd.Env = os.Environ()
-		for k, v := range l.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = append(os.Environ(), l.cfg.Env...)
 		cmd.Stderr = zap.NewStdLog(l.log.Named("stderr")).Writer()
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, func() {}, nil
 	case config.MCPTransportHTTP:

@@ -39,12 +39,12 @@ func ServeStdioIfChild() {
 
 // StdioCommand is how a test configures the stdio server: the test binary
 // itself, told by env to serve.
-func StdioCommand() (command string, args []string, env map[string]string) {
+func StdioCommand() (command string, args []string, env []string) {
 	exe, err := os.Executable()
 	if err != nil {
 		panic(err)
 	}
-	return exe, []string{"-test.run=^$"}, map[string]string{ChildEnv: "1"}
+	return exe, []string{"-test.run=^$"}, []string{ChildEnv + "=1"}
 }
 
 // NewHTTPServer serves a fresh test server over Streamable HTTP (the
