@@ -266,3 +266,24 @@ func eventually(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkStdioToolCall is one call of a tool of a stdio MCP server (a
+// child process) through the manager: what an agent's tool call to such
+// a server costs chatpipe, server work aside.
+func BenchmarkStdioToolCall(b *testing.B) {
+	cmd, args, env := mcptest.StdioCommand()
+	m := mcpclient.New(mcpclient.Options{})
+	defer m.Close()
+	m.Apply([]config.MCPServerLink{{Name: "local", Transport: config.MCPTransportStdio, Command: cmd, Args: args, Env: env}})
+	ctx := context.Background()
+	if err := m.WaitConnected(ctx, "local"); err != nil {
+		b.Fatal(err)
+	}
+	echo, _ := m.RemoteTool("local", "echo")
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, err := echo.Call(ctx, `{"text":"hi"}`); err != nil || out != "echo: hi" {
+			b.Fatalf("%q %v", out, err)
+		}
+	}
+}
