@@ -20,6 +20,7 @@ func (h *Handler) mcp(c *gin.Context) {
 	// An ask streams progress for as long as its answer runs: give the
 	// response the generation's bound, not one write's.
 	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(cfg.Stream.MaxDuration + time.Minute))
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, cfg.Limits.MaxBodyBytes)
 	req := c.Request.WithContext(auth.WithTenant(c.Request.Context(), tenant(c)))
 	h.deps.MCP.ServeHTTP(c.Writer, req)
 }

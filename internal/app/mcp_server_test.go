@@ -196,8 +196,13 @@ func TestMCPCancelledAskAbortsTheProviderRequest(t *testing.T) {
 	t.Cleanup(gate.Release)
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Partial answer that never ends", 6), Hold: gate, HoldAfter: 2})
 	started := make(chan struct{}, 16)
+	var mu sync.Mutex
+	var seen strings.Builder // deltas may come one notification each
 	s := h.mcpSession(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		if strings.Contains(r.Params.Message, "Partial") {
+		mu.Lock()
+		defer mu.Unlock()
+		seen.WriteString(r.Params.Message)
+		if strings.Contains(seen.String(), "Partial") {
 			select {
 			case started <- struct{}{}:
 			default:

@@ -149,6 +149,19 @@ func (l *link) setDown() {
 	}
 }
 
+// drop ends sess after a call found its connection broken, if it is still
+// the live session: run then reconnects, and calls wait for the new one
+// instead of failing on the dead one.
+func (l *link) drop(sess *mcp.ClientSession) {
+	l.mu.Lock()
+	live := l.session == sess
+	l.mu.Unlock()
+	if live {
+		l.setDown()
+		_ = sess.Close()
+	}
+}
+
 // transport builds the SDK transport of the configured kind.
 // The returned func releases what the transport kept (idle connections).
 func (l *link) transport() (mcp.Transport, func(), error) {

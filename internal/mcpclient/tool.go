@@ -75,6 +75,7 @@ func (t *remoteTool) call(ctx context.Context, arguments string) (string, string
 		if errors.As(err, &rpc) {
 			return "", OutcomeFailed, fmt.Errorf("the MCP server %s refused the call: %s", t.link.cfg.Name, rpc.Message)
 		}
+		t.link.drop(sess) // the connection is broken: the next call waits for a new one
 		return "", OutcomeFailed, fmt.Errorf("the MCP server %s failed during the call (it is being reconnected); try again", t.link.cfg.Name)
 	}
 	text := bound(resultText(res), t.link.cfg.MaxResultChars)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -68,6 +69,7 @@ func (t tenantTools) knowledgeSearch(ctx context.Context, _ *mcp.CallToolRequest
 	}
 	tool, err := t.search.tool(in.TopK)
 	if err != nil {
+		t.h.log.Error("building the MCP knowledge search failed", zap.Error(err))
 		return nil, out, errors.New("the knowledge search is misconfigured; see the server log")
 	}
 	ctx, cancel := context.WithTimeout(ctx, searchTimeout)
