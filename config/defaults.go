@@ -155,6 +155,14 @@ func builtinDefaults() map[string]any {
 			"keys":       []any{},
 			"allow_open": false,
 		},
+		"mcp": map[string]any{
+			"server": map[string]any{
+				"enabled":          true,
+				"read_only":        false,
+				"max_result_chars": 20000,
+			},
+			"servers": []any{},
+		},
 		"models": map[string]any{
 			"default": map[string]any{
 				"provider":    "demo",

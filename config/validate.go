@@ -204,6 +204,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.validateAuth(add)
+	c.validateMCP(add)
 
 	if len(c.Models) == 0 {
 		add("models", "define at least one model")

@@ -35,6 +35,8 @@ type Deps struct {
 	// Ready reports whether the server can take traffic (stores reachable,
 	// not shutting down).
 	Ready func(ctx context.Context) error
+	// MCP serves /mcp (internal/mcpserver); nil = no MCP endpoint.
+	MCP http.Handler
 }
 
 // Handler serves the API.
@@ -97,6 +99,10 @@ func New(deps Deps) http.Handler {
 	api.GET("/knowledge/documents/:id", h.getDocument)
 	api.DELETE("/knowledge/documents/:id", h.deleteDocument)
 	api.POST("/knowledge/search", h.search)
+
+	if deps.MCP != nil {
+		r.Any("/mcp", h.authenticate, h.rateLimit, h.mcp)
+	}
 
 	oai := r.Group("/v1", h.openAIAuthenticate, h.rateLimit)
 	oai.GET("/models", h.listModels)

@@ -53,6 +53,9 @@ type ChatManage struct {
 	Knowledge Knowledge // nil when no knowledge base is configured
 	Cache     Cache     // nil when no cache is configured (response_cache then passes through)
 	Approvals Approvals // nil when no one can answer approval requests (calls that need one are denied)
+	// RemoteTools are MCP servers' tools, for modes that list them; nil
+	// when none are configured.
+	RemoteTools RemoteTools
 
 	stage   *stageState
 	nextCtx context.Context // set by SetNextContext for the next call of next()

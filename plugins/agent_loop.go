@@ -112,6 +112,11 @@ func (p *AgentLoop) Events() []pipeline.EventType {
 	return []pipeline.EventType{pipeline.StageGenerate}
 }
 
+// RemoteTools lists the MCP tools the plugin's tools name, as
+// "server.tool" ("server.*" for all), so the app can check the servers
+// are configured.
+func (p *AgentLoop) RemoteTools() []string { return p.tools.RemoteServers() }
+
 // ModelName is the model entry the plugin asks.
 func (p *AgentLoop) ModelName() string { return p.cfg.Model }
 
@@ -124,7 +129,8 @@ func (p *AgentLoop) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipel
 		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
 			"The chat model %q is not configured; check config.yaml.", name)
 	}
-	r := &agentRun{p: p, cm: cm, model: m, out: cm.Emitter, refs: tools.NewReferences(cm.References), start: time.Now()}
+	r := &agentRun{p: p, cm: cm, model: m, out: cm.Emitter, refs: tools.NewReferences(cm.References), start: time.Now(),
+		tools: p.tools.Resolve(cm.RemoteTools)} // MCP servers' tools as offered now
 	defer r.stragglers.Wait() // a tool that ignored its deadline still belongs to this run
 	defer func() { cm.Emitter = r.out }()
 	if perr := r.loop(ctx); perr != nil {
@@ -137,6 +143,7 @@ func (p *AgentLoop) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipel
 // used by the loop's goroutine only, except where noted.
 type agentRun struct {
 	p     *AgentLoop
+	tools *tools.Set // the mode's tools with MCP tools resolved for this request
 	cm    *pipeline.ChatManage
 	model *pipeline.ChatModel
 	out   eventbus.Emitter // the request's emitter (safe for concurrent use)
@@ -216,14 +223,16 @@ func (r *agentRun) idPrefix(cycle int) string {
 // nothing on the last, every tool otherwise.
 func (r *agentRun) offer(cycle int, last bool) ([]*schema.ToolInfo, []model.Option) {
 	switch {
-	case last || r.p.tools.Len() == 0:
+	case last || r.tools.Len() == 0:
 		return nil, []model.Option{model.WithTools(nil)}
 	case cycle == 1 && r.p.cfg.ForceTool != "":
-		c, _ := r.p.tools.Lookup(r.p.cfg.ForceTool)
-		infos := []*schema.ToolInfo{c.Info}
-		return infos, []model.Option{model.WithTools(infos), model.WithToolChoice(schema.ToolChoiceForced, c.Name())}
+		if c, ok := r.tools.Lookup(r.p.cfg.ForceTool); ok { // an MCP tool may be unavailable now
+			infos := []*schema.ToolInfo{c.Info}
+			return infos, []model.Option{model.WithTools(infos), model.WithToolChoice(schema.ToolChoiceForced, c.Name())}
+		}
+		fallthrough
 	default:
-		infos := r.p.tools.Infos()
+		infos := r.tools.Infos()
 		return infos, []model.Option{model.WithTools(infos), model.WithToolChoice(schema.ToolChoiceAllowed)}
 	}
 }

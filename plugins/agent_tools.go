@@ -91,9 +91,9 @@ func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCa
 
 // check finds the called tool and checks the arguments are JSON.
 func (r *agentRun) check(call schema.ToolCall) (*tools.Configured, error) {
-	c, ok := r.p.tools.Lookup(call.Function.Name)
+	c, ok := r.tools.Lookup(call.Function.Name)
 	if !ok {
-		return nil, fmt.Errorf("there is no tool named %q (tools: %s)", call.Function.Name, toolNames(r.p.tools))
+		return nil, fmt.Errorf("there is no tool named %q (tools: %s)", call.Function.Name, toolNames(r.tools))
 	}
 	if args := strings.TrimSpace(call.Function.Arguments); args != "" && !json.Valid([]byte(args)) {
 		return nil, errors.New("the arguments are not valid JSON; call the tool again with a JSON object")

@@ -127,6 +127,8 @@ type Configured struct {
 	Timeout time.Duration
 	// RequireApproval makes each call wait for the user to allow it.
 	RequireApproval bool
+
+	remote *remoteRef // set for an entry naming MCP tools, until Resolve
 }
 
 // Name is the tool's name.
@@ -170,12 +172,6 @@ func Build(key, mode string, entries []any, defaults Common, sections map[string
 }
 
 func build(name, mode, key string, raw map[string]any, defaults Common, sections map[string]map[string]any) (*Configured, error) {
-	registryMu.RLock()
-	f, ok := registry[name]
-	registryMu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%s: unknown tool %q (registered: %s)", key, name, strings.Join(Registered(), ", "))
-	}
 	common, own := defaults, map[string]any{}
 	commonRaw := map[string]any{}
 	for k, v := range raw {
@@ -191,6 +187,16 @@ func build(name, mode, key string, raw map[string]any, defaults Common, sections
 	}
 	if common.Timeout <= 0 {
 		return nil, fmt.Errorf("%s.timeout: must be positive", key)
+	}
+	if _, _, remote := SplitRemoteName(name); remote {
+		return buildRemote(name, key, common, commonRaw, own)
+	}
+	registryMu.RLock()
+	f, ok := registry[name]
+	registryMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%s: unknown tool %q (registered: %s)",
+			key, name, strings.Join(Registered(), ", "))
 	}
 	t, err := f(Config{Name: name, Mode: mode, Key: key, Raw: own, Sections: sections})
 	if err != nil {
@@ -215,7 +221,7 @@ func parseEntry(item any) (string, map[string]any, error) {
 	const shape = "want a tool name or {name: {settings}}"
 	switch v := item.(type) {
 	case string:
-		if name := strings.ToLower(strings.TrimSpace(v)); name != "" {
+		if name := normalizeName(v); name != "" {
 			return name, nil, nil
 		}
 		return "", nil, fmt.Errorf("empty tool name")
@@ -224,7 +230,7 @@ func parseEntry(item any) (string, map[string]any, error) {
 			return "", nil, fmt.Errorf("%s, got a mapping with %d keys", shape, len(v))
 		}
 		for name, settings := range v {
-			name = strings.ToLower(strings.TrimSpace(name))
+			name = normalizeName(name)
 			if name == "" {
 				return "", nil, fmt.Errorf("empty tool name")
 			}
@@ -241,14 +247,28 @@ func parseEntry(item any) (string, map[string]any, error) {
 	return "", nil, fmt.Errorf("%s, got %T", shape, item)
 }
 
+// normalizeName lower-cases a tool's name, except the tool part of an MCP
+// tool's "server.tool" (MCP tool names are case-sensitive).
+func normalizeName(name string) string {
+	name = strings.TrimSpace(name)
+	if server, tool, ok := SplitRemoteName(name); ok {
+		return strings.ToLower(server) + "." + tool
+	}
+	return strings.ToLower(name)
+}
+
 // Len is the number of tools.
 func (s *Set) Len() int { return len(s.list) }
 
 // Tools lists the tools in order.
 func (s *Set) Tools() []*Configured { return s.list }
 
-// Lookup finds a tool by name.
+// Lookup finds a tool by name: the name the model calls it by, or for an
+// MCP tool also its "server.tool".
 func (s *Set) Lookup(name string) (*Configured, bool) {
+	if server, tool, ok := SplitRemoteName(name); ok {
+		name = ModelName(server, tool)
+	}
 	for _, c := range s.list {
 		if c.Name() == name {
 			return c, true

@@ -35,6 +35,7 @@ import (
 	kpgstore "github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
 	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/secrets"
@@ -84,6 +85,7 @@ type App struct {
 	handler      http.Handler
 	watcher      *config.Watcher
 	closing      atomic.Bool
+	mcpClients   *mcpclient.Manager // connections to mcp.servers
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -142,6 +144,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 				func() float64 { return float64(mem.Len()) })
 		}
 	}
+	a.mcpClients = newMCPClients(a.log, a.metrics)
+	a.mcpClients.Apply(cfg.MCP.Servers)
 	a.runs = run.NewManager(run.Options{
 		Setup:     a.setup.Load,
 		History:   a.history,
@@ -151,6 +155,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:    a.log,
 		Observers: observers,
 		Cluster:   a.cluster,
+
+		RemoteTools: a.mcpClients,
 	})
 	close(a.started)
 	a.handler = handler.New(handler.Deps{
@@ -164,9 +170,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Runs:      a.runs,
 		Logger:    a.log,
 		Ready:     a.ready,
+		MCP:       a.newMCPServer(),
 	})
 	if opts.ConfigPath != "" {
 		if a.watcher, err = config.Watch(opts.ConfigPath, a.apply, a.log); err != nil {
+			a.mcpClients.Close()
 			a.closeStores()
 			return nil, fmt.Errorf("watch %s: %w", opts.ConfigPath, err)
 		}
@@ -368,6 +376,9 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 				}
 			}
 		}
+		if err := checkRemoteTools(cfg, mode, m); err != nil {
+			return nil, err
+		}
 		setup.Chains[mode] = m
 	}
 	return setup, nil
@@ -394,6 +405,7 @@ func (a *App) apply(cfg *config.Config) error {
 	a.setup.Store(setup)
 	a.keys.Store(auth.New(cfg.Auth))
 	a.knowledge.Reconfigure(cfg.Knowledge)
+	a.mcpClients.Apply(cfg.MCP.Servers)
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil
 }
@@ -533,6 +545,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
+	a.mcpClients.Close() // after the runs: none can call a tool any more
 	if a.cluster != nil {
 		_ = a.cluster.Close() // before the stores: it uses the Redis client
 	}

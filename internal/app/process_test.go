@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +15,10 @@ import (
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(cleanupMain{m}) }
+func TestMain(m *testing.M) {
+	mcptest.ServeStdioIfChild() // the MCP tests start this binary as a stdio MCP server
+	goleak.VerifyTestMain(cleanupMain{m})
+}
 
 // cleanupMain removes the chatpipe binary the tests built once all ran.
 type cleanupMain struct{ *testing.M }

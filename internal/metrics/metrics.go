@@ -37,6 +37,7 @@ type Metrics struct {
 	sseBytes      prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
+	mcp           mcpMetrics // mcp.go
 }
 
 // latencyBuckets span a fast stage (1 ms) to a long generation (2 min).
@@ -85,6 +86,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.registerMCP()
 	return m
 }
 

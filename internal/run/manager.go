@@ -83,6 +83,8 @@ type Options struct {
 	// Cluster shares live generations with other replicas (stop from any
 	// replica, generator liveness); nil for a single server.
 	Cluster *cluster.Coordinator
+	// RemoteTools are MCP servers' tools (nil = none configured).
+	RemoteTools pipeline.RemoteTools
 }
 
 // Manager starts runs and tracks the live ones.
@@ -200,6 +202,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Cache:         m.opts.Cache,
 		Approvals:     r.approvals,
 		Logger:        log,
+		RemoteTools:   m.opts.RemoteTools,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,

@@ -113,6 +113,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			Cache:         m.opts.Cache,
 			Approvals:     r.approvals,
 			Logger:        m.log.With(zap.String("message_id", ids[i]), zap.String("model", name)),
+			RemoteTools:   m.opts.RemoteTools,
 		}
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}

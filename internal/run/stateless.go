@@ -49,16 +49,17 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 	log := m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true))
 	r, runCtx, g, p := m.launch(info, setup, log, false)
 	cm := &pipeline.ChatManage{
-		TenantID:  tenant,
-		MessageID: id,
-		Mode:      mode,
-		Query:     req.Question,
-		Emitter:   g,
-		Messages:  statelessHistory(req.History),
-		Models:    setup.Models,
-		Knowledge: m.opts.Knowledge,
-		Approvals: r.approvals,
-		Logger:    log,
+		TenantID:    tenant,
+		MessageID:   id,
+		Mode:        mode,
+		Query:       req.Question,
+		Emitter:     g,
+		Messages:    statelessHistory(req.History),
+		Models:      setup.Models,
+		Knowledge:   m.opts.Knowledge,
+		Approvals:   r.approvals,
+		Logger:      log,
+		RemoteTools: m.opts.RemoteTools,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
