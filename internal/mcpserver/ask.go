@@ -148,8 +148,7 @@ func (f *answerFold) add(ev eventbus.Event, note *strings.Builder) {
 	case eventbus.References:
 		f.refs = f.refs[:0]
 		for _, r := range p.Items {
-			f.refs = append(f.refs, Passage{Index: r.Index, DocumentID: r.DocumentID, ChunkID: r.ChunkID,
-				Title: r.Title, Heading: r.Heading, Content: r.Content, Score: r.Score})
+			f.refs = append(f.refs, passageOf(r))
 		}
 	case eventbus.Error:
 		f.errMsg = p.Message
@@ -172,6 +171,9 @@ func answerText(out AskOutput) string {
 			fmt.Fprintf(&b, "\n[%d] %s", r.Index, title(r.Title))
 			if r.Heading != "" {
 				b.WriteString(" — " + r.Heading)
+			}
+			if r.Page > 0 {
+				fmt.Fprintf(&b, ", p. %d", r.Page)
 			}
 			fmt.Fprintf(&b, " (document %s)", r.DocumentID)
 		}

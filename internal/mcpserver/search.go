@@ -31,8 +31,15 @@ type Passage struct {
 	ChunkID    string  `json:"chunk_id"`
 	Title      string  `json:"title" jsonschema:"the document's title"`
 	Heading    string  `json:"heading,omitempty" jsonschema:"the section heading the passage sits under"`
+	Page       int     `json:"page,omitempty" jsonschema:"the page (or slide) it is on, for paged documents such as PDF"`
 	Content    string  `json:"content"`
 	Score      float64 `json:"score" jsonschema:"relevance, higher is better"`
+}
+
+// passageOf is a reference as a passage.
+func passageOf(r eventbus.Reference) Passage {
+	return Passage{Index: r.Index, DocumentID: r.DocumentID, ChunkID: r.ChunkID,
+		Title: r.Title, Heading: r.Heading, Page: r.Page, Content: r.Content, Score: r.Score}
 }
 
 // SearchOutput is knowledge_search's structured result.
@@ -89,8 +96,7 @@ func (t tenantTools) knowledgeSearch(ctx context.Context, _ *mcp.CallToolRequest
 		if len(out.Passages) == in.TopK {
 			break
 		}
-		out.Passages = append(out.Passages, Passage{Index: r.Index, DocumentID: r.DocumentID, ChunkID: r.ChunkID,
-			Title: r.Title, Heading: r.Heading, Content: r.Content, Score: r.Score})
+		out.Passages = append(out.Passages, passageOf(r))
 	}
 	return textResult(bound(text, t.maxChars)), out, nil
 }
