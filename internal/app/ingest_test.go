@@ -225,13 +225,14 @@ const (
 	helperEmbeddingsEnv = "CHATPIPE_TEST_HELPER_EMBEDDINGS"
 )
 
-// TestHelperServerProcess is not a test: it is the server that
+// serveIngestChildIfAsked turns this test binary into the server that
 // TestServerKilledMidIngestResumesTheDocument starts in a process of its
-// own (this test binary run again) and kills with SIGKILL.
-func TestHelperServerProcess(t *testing.T) {
+// own and kills with SIGKILL; TestMain calls it first. It returns at once
+// when the binary is not that child.
+func serveIngestChildIfAsked() {
 	dbPath := os.Getenv(helperServerEnv)
 	if dbPath == "" {
-		t.Skip("runs only as the child process of TestServerKilledMidIngestResumesTheDocument")
+		return
 	}
 	cfg := config.Default()
 	cfg.Storage.SQLite.Path = dbPath
@@ -240,15 +241,18 @@ func TestHelperServerProcess(t *testing.T) {
 	withBackgroundIngest(cfg)
 	a, err := app.New(context.Background(), cfg, app.Options{})
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "ingest child:", err)
+		os.Exit(1)
 	}
 	srv := &http.Server{Handler: a.Handler()}
 	ln, err := listenLocal()
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "ingest child:", err)
+		os.Exit(1)
 	}
 	fmt.Printf("LISTEN http://%s\n", ln.Addr())
 	_ = srv.Serve(ln) // until killed
+	os.Exit(0)
 }
 
 func TestServerKilledMidIngestResumesTheDocument(t *testing.T) {
@@ -257,7 +261,7 @@ func TestServerKilledMidIngestResumesTheDocument(t *testing.T) {
 	emb.Hold(gate)
 	dbPath := filepath.Join(t.TempDir(), "chatpipe.db")
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServerProcess$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run=^$") // serveIngestChildIfAsked, from TestMain
 	cmd.Env = append(os.Environ(), helperServerEnv+"="+dbPath, helperEmbeddingsEnv+"="+emb.BaseURL())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

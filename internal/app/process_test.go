@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
 	"net"
 	"os"
 	"os/exec"
@@ -12,11 +11,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfChild() // the MCP tests start this binary as a stdio MCP server
+	serveIngestChildIfAsked()   // the killed-mid-ingest test starts it as a server
 	goleak.VerifyTestMain(cleanupMain{m})
 }
 

@@ -45,7 +45,7 @@ func FuzzConfiguredKeyNeverReachesUsers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, before, after string, shape, form uint8) {
 		key := fuzzKey(raw)
 		if strings.Contains(secrets.Marker, key) {
-			t.Skip("the key is part of the redaction marker")
+			return // the key is part of the redaction marker: its presence proves nothing
 		}
 		echoed := key
 		switch form % 4 {

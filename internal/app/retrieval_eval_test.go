@@ -80,9 +80,6 @@ func readQuestionFile(t *testing.T, name string) []eval.Question {
 // sit a little below the measured figures, so a regression fails; hybrid
 // must never do worse than keyword alone.
 func TestRetrievalEvaluation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: uploads 118 documents twice")
-	}
 	sets := []struct {
 		file             string
 		minR3, minMRR    float64

@@ -39,7 +39,7 @@ func requirePgvector(t testing.TB) {
 	if os.Getenv("CHATPIPE_TEST_PGVECTOR") == "1" {
 		t.Fatal("CHATPIPE_TEST_PGVECTOR=1 but the server has no pgvector extension (../shared/vendor/install-pgvector.sh installs it)")
 	}
-	t.Skip("the server has no pgvector extension: pgvector tests skipped (../shared/vendor/install-pgvector.sh installs it)")
+	t.Skip("the pgvector extension is unavailable on this server (../shared/vendor/install-pgvector.sh installs it; CHATPIPE_TEST_PGVECTOR=1 makes this a failure)")
 }
 
 // openPgvector opens a store on schema that must use pgvector.
