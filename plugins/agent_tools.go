@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cloudwego/eino/schema"
 
@@ -81,7 +80,7 @@ func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCa
 			items := r.refs.Items()[:o.refs]
 			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: items}), turn, o.index+1)
 		}
-		o.output = truncateOutput(o.output, r.p.cfg.MaxResultChars)
+		o.output = tools.Truncate(o.output, r.p.cfg.MaxResultChars)
 		r.emitPlaced(eventbus.Of(eventbus.TypeToolResult,
 			eventbus.ToolResult{ToolCallID: o.call.ID, Output: o.output, Status: o.status}), turn, o.index+1)
 		outcomes[o.index] = o
@@ -201,18 +200,4 @@ func (r *agentRun) awaitApproval(ctx context.Context, turn, tab int, call schema
 		out = "denied: approvals cannot be asked for here"
 	}
 	return toolOutcome{index: tab - 1, call: call, output: out, status: eventbus.ToolDenied}, true
-}
-
-// truncateOutput bounds a tool's output, saying so at the cut.
-func truncateOutput(s string, maxChars int) string {
-	n := utf8.RuneCountInString(s)
-	if n <= maxChars {
-		return s
-	}
-	cut := 0
-	for range maxChars {
-		_, size := utf8.DecodeRuneInString(s[cut:])
-		cut += size
-	}
-	return s[:cut] + fmt.Sprintf("\n… (output cut at %d of %d characters)", maxChars, n)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cloudwego/eino/schema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/tools"
 )
 
 // remoteTool is one allowed tool of a connected server.
@@ -78,7 +78,7 @@ func (t *remoteTool) call(ctx context.Context, arguments string) (string, string
 		t.link.drop(sess) // the connection is broken: the next call waits for a new one
 		return "", OutcomeFailed, fmt.Errorf("the MCP server %s failed during the call (it is being reconnected); try again", t.link.cfg.Name)
 	}
-	text := bound(resultText(res), t.link.cfg.MaxResultChars)
+	text := tools.Truncate(resultText(res), t.link.cfg.MaxResultChars)
 	if res.IsError {
 		if text == "" {
 			text = "the tool failed without saying why"
@@ -127,21 +127,4 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
-}
-
-// bound cuts s to at most n characters, saying so.
-func bound(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	total := utf8.RuneCountInString(s)
-	if total <= n {
-		return s
-	}
-	cut := 0
-	for range n {
-		_, size := utf8.DecodeRuneInString(s[cut:])
-		cut += size
-	}
-	return s[:cut] + fmt.Sprintf("\n… (result cut at %d of %d characters)", n, total)
 }

@@ -97,18 +97,6 @@ func title(t string) string {
 	return t
 }
 
-// bound cuts s to at most n characters, saying so.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	total := utf8.RuneCountInString(s)
-	if total <= n {
-		return s
-	}
-	return s[:byteOffset(s, n)] + fmt.Sprintf("\n… (cut at %d of %d characters)", n, total)
-}
-
 const (
 	documentsURI     = "chatpipe://documents"
 	documentURI      = "chatpipe://documents/"

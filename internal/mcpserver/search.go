@@ -98,7 +98,7 @@ func (t tenantTools) knowledgeSearch(ctx context.Context, _ *mcp.CallToolRequest
 		}
 		out.Passages = append(out.Passages, passageOf(r))
 	}
-	return textResult(bound(text, t.maxChars)), out, nil
+	return textResult(tools.Truncate(text, t.maxChars)), out, nil
 }
 
 // searchChains builds, once per configuration snapshot and top_k, the
