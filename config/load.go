@@ -16,6 +16,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chatpipe/chatpipe/internal/suggest"
 )
 
 // DefaultPath is the config file read when no path is given. Unlike an
@@ -263,33 +265,13 @@ func decodeError(err error, useEnv bool) error {
 func decodeMessage(key string, err error) string {
 	var pe *mapstructure.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Sprintf("want %s, got %s", kindWord(pe.Expected.Type()), describe(key, pe.Value))
+		return fmt.Sprintf("want %s, got %s", suggest.KindWord(pe.Expected.Type()), describe(key, pe.Value))
 	}
 	var ue *mapstructure.UnconvertibleTypeError
 	if errors.As(err, &ue) {
-		return fmt.Sprintf("want %s, got %s", kindWord(ue.Expected.Type()), describe(key, ue.Value))
+		return fmt.Sprintf("want %s, got %s", suggest.KindWord(ue.Expected.Type()), describe(key, ue.Value))
 	}
 	return err.Error()
-}
-
-func kindWord(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "a mapping"
-	default:
-		return t.String()
-	}
 }
 
 // fileError is every problem found in one config file.

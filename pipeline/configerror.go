@@ -93,36 +93,13 @@ func decodeErrors(key string, err error) error {
 func valueError(err error) error {
 	var pe *mapstructure.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("want %s, got %q", kindWord(pe.Expected.Type()), fmt.Sprint(pe.Value))
+		return fmt.Errorf("want %s, got %q", suggest.KindWord(pe.Expected.Type()), fmt.Sprint(pe.Value))
 	}
 	var ue *mapstructure.UnconvertibleTypeError
 	if errors.As(err, &ue) {
-		return fmt.Errorf("want %s, got %v", kindWord(ue.Expected.Type()), ue.Value)
+		return fmt.Errorf("want %s, got %v", suggest.KindWord(ue.Expected.Type()), ue.Value)
 	}
 	return err
-}
-
-func kindWord(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if t.String() == "time.Duration" {
-			return `a duration like "15s"`
-		}
-		return "a whole number"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "a mapping"
-	default:
-		return t.String()
-	}
 }
 
 // sectionKeys lists the keys a config struct takes (nil when into is not
