@@ -34,7 +34,7 @@ const benchUsage = `usage: chatpipe bench [flags]
 
 Creates -streams sessions on a running chatpipe, then asks one question in
 each at the same moment (a burst) and reads every stream to its end. Prints
-the time from each POST to its first answer token (p50/p90/p99/max), the
+the time from each POST to its first token (thinking or answer) (p50/p90/p99/max), the
 server's CPU per streamed frame, and its resident memory at the peak number
 of live streams. The server's CPU and memory come from /proc when -pid is
 given (the server runs on this machine), otherwise from its Prometheus
@@ -121,19 +121,19 @@ func (c *benchClient) do(ctx context.Context, method, path string, body any) (*h
 
 // benchResult is what one burst measured.
 type benchResult struct {
-	firstToken      []time.Duration // of the streams that sent an answer token
-	statuses        map[string]int
-	failed          int
-	frames          int64
-	wall            time.Duration
-	cpu             time.Duration // server CPU spent during the burst
-	source          string        // where CPU and RSS came from
-	rssBase         float64       // bytes, before the burst
-	rssPeak         float64       // bytes, the highest sample during the burst
-	rssAtPeakLive   float64       // bytes, sampled when most streams were live
-	peakLive        int64
-	firstErr        error
-	errCount int
+	firstToken    []time.Duration // of the streams that sent an answer token
+	statuses      map[string]int
+	failed        int
+	frames        int64
+	wall          time.Duration
+	cpu           time.Duration // server CPU spent during the burst
+	source        string        // where CPU and RSS came from
+	rssBase       float64       // bytes, before the burst
+	rssPeak       float64       // bytes, the highest sample during the burst
+	rssAtPeakLive float64       // bytes, sampled when most streams were live
+	peakLive      int64
+	firstErr      error
+	errCount      int
 }
 
 func benchRun(ctx context.Context, o benchOptions) (*benchResult, error) {
@@ -290,7 +290,7 @@ func benchAsk(ctx context.Context, c *benchClient, session, question string, t0 
 		}
 		frames++
 		switch f.Event {
-		case "answer.delta":
+		case "thinking.delta", "answer.delta":
 			if first == 0 {
 				first = time.Since(t0)
 			}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
-	"time"
 
 	"github.com/chatpipe/chatpipe/internal/clock"
 	"github.com/chatpipe/chatpipe/internal/history"
@@ -34,6 +33,7 @@ type Store struct {
 	db     *sqlitedb.DB // shared with the other store of the same file
 
 	stmts     stmtCache
+	group     committer   // group commit of writes (group.go)
 	clock     clock.Clock // stamps rows, so "most recently updated" is never a tie within one process
 	closeOnce sync.Once
 	closeErr  error
@@ -88,18 +88,4 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(s.stmts.close(), s.db.Close())
 	})
 	return s.closeErr
-}
-
-// write runs fn in a transaction on the writer. now is taken once the
-// write lock is held, so times increase in commit order.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now time.Time) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer s.stmts.preparePending(context.WithoutCancel(ctx), s.writer)
-	if err := fn(tx, s.clock.Now()); err != nil {
-		return errors.Join(err, sqlitedb.IgnoreDone(tx.Rollback()))
-	}
-	return tx.Commit()
 }

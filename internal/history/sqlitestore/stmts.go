@@ -110,16 +110,23 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	return st.QueryContext(ctx, args...)
 }
 
-// exec runs a write inside tx, a transaction on the writer.
+// exec runs a write inside tx, a transaction on the writer. The
+// statement ignores ctx's cancellation: SQLite answers an interrupted
+// write by rolling back the whole transaction, which may hold other
+// callers' writes (group commit); a cancelled caller is left out before
+// its write starts instead.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	ctx = context.WithoutCancel(ctx)
 	if st := s.stmts.cached(s.writer, query); st != nil {
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// txQueryRow runs a single-row read inside tx.
+// txQueryRow runs a single-row read inside tx, ignoring ctx's
+// cancellation for the reason exec gives.
 func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	if st := s.stmts.cached(s.writer, query); st != nil {
 		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
