@@ -125,6 +125,6 @@ func (h *Handler) startLimited(c *gin.Context, slots int, start func() (*run.Run
 		release()
 		return nil, true, err
 	}
-	go func() { <-r.Done(); release() }() // ends with the run
+	r.AfterDone(release) // the slots go with the run, not the request
 	return r, true, nil
 }

@@ -96,6 +96,9 @@ type Manager struct {
 	active  map[string]*Run
 	closing bool
 	wg      sync.WaitGroup
+
+	saverOnce sync.Once
+	saver     *partialSaver // writes every live run's partial answer (partial.go)
 }
 
 // Run is a live generation.
@@ -106,10 +109,43 @@ type Run struct {
 	persist   bool         // save the answer to the history store at the end (false: stateless)
 	partial   PartialSaves // and while it streams, when persist
 	approvals *approvals   // tool calls waiting for the user's decision
+
+	doneMu    sync.Mutex
+	ended     bool     // done is closed
+	afterDone []func() // called once done is closed
 }
 
 // Done is closed when the run has saved its message and finished its stream.
 func (r *Run) Done() <-chan struct{} { return r.done }
+
+// AfterDone calls f once the run is done: at once, in the caller, if it
+// is already; otherwise in the run's goroutine as it ends, before Done is
+// closed. It spares a
+// caller a goroutine per run waiting on Done.
+func (r *Run) AfterDone(f func()) {
+	r.doneMu.Lock()
+	if r.ended {
+		r.doneMu.Unlock()
+		f()
+		return
+	}
+	r.afterDone = append(r.afterDone, f)
+	r.doneMu.Unlock()
+}
+
+// end calls the AfterDone functions, then closes done: whoever sees Done
+// closed sees their effects (a freed concurrency slot, say).
+func (r *Run) end() {
+	r.doneMu.Lock()
+	r.ended = true
+	fs := r.afterDone
+	r.afterDone = nil
+	r.doneMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+	close(r.done)
+}
 
 // NewManager returns a manager.
 func NewManager(opts Options) *Manager {
@@ -262,7 +298,7 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventManager, cm *pipeline.ChatManage,
 	g *guard, p *persister, log *zap.Logger) {
 	defer m.wg.Done()
-	defer close(r.done)
+	defer r.end()
 	defer func() {
 		m.mu.Lock()
 		delete(m.active, r.StreamID)

@@ -20,9 +20,9 @@ type persister struct {
 	answer   strings.Builder
 	thinking strings.Builder
 	untag    think.Untag
-	unsaved  int           // deltas since the last snapshot
-	every    int           // nudge the partial saver after this many deltas; 0 = never
-	due      chan struct{} // the nudge (one pending at most)
+	unsaved  int    // deltas since the last snapshot
+	every    int    // nudge the partial saver after this many deltas; 0 = never
+	nudge    func() // tells the partial saver this run is due; nil until it registers
 
 	references []eventbus.Reference
 	usage      *eventbus.Usage
@@ -67,20 +67,27 @@ func (p *persister) handle(ev *eventbus.Event) {
 // newPersister returns a persister that nudges a partial saver every
 // `every` deltas (0 = only on its timer).
 func newPersister(model string, every int) *persister {
-	return &persister{model: model, every: every, due: make(chan struct{}, 1)}
+	return &persister{model: model, every: every}
+}
+
+// setNudge sets what addText calls every `every` deltas.
+func (p *persister) setNudge(f func()) {
+	p.mu.Lock()
+	p.nudge = f
+	p.mu.Unlock()
 }
 
 func (p *persister) addText(b *strings.Builder, text string) {
 	p.mu.Lock()
 	b.WriteString(text)
 	p.unsaved++
-	nudge := p.every > 0 && p.unsaved >= p.every
+	var nudge func()
+	if p.every > 0 && p.unsaved >= p.every {
+		nudge = p.nudge
+	}
 	p.mu.Unlock()
-	if nudge {
-		select {
-		case p.due <- struct{}{}:
-		default: // a nudge is pending already
-		}
+	if nudge != nil {
+		nudge() // cheap: marks the run due unless it is already
 	}
 }
 

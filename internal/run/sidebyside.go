@@ -131,7 +131,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline.EventManager, parts []*part,
 	g *guard, log *zap.Logger) {
 	defer m.wg.Done()
-	defer close(r.done)
+	defer r.end()
 	defer func() {
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
