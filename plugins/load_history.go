@@ -126,7 +126,7 @@ func alternateRoles(msgs []pipeline.HistoryMessage) []pipeline.HistoryMessage {
 // alone, with some text it is the text followed by the marker, so the
 // model neither takes a fragment for a finished answer nor repeats it.
 const (
-	markNoAnswer   = "[No answer: this reply failed before any text was written.]"
+	markNoAnswer   = "[No answer: this reply ended before any text was written.]"
 	markIncomplete = "[This reply is incomplete: it ended before it was finished.]"
 )
 
