@@ -278,7 +278,7 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 			switch ev.Type {
 			case eventbus.TypeStreamStarted:
 				p := ev.Payload.(eventbus.StreamStarted)
-				msg.ID = p.MessageID
+				msg.ID, msg.SiblingIDs = p.MessageID, []string{p.MessageID}
 				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
 			case eventbus.TypeAnswerDelta:
 				content = append(content, ev.Text...)

@@ -21,5 +21,6 @@ UPDATE messages SET parent_id = (
 UPDATE sessions SET current_leaf = COALESCE(
     (SELECT id FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), '');
 
--- Children of a message (siblings, the newest reply), oldest first.
-CREATE INDEX messages_by_parent ON messages (session_id, parent_id, seq);
+-- No index on parent_id: a branch is walked up by id (the primary key or
+-- unique index), and siblings are found among the session's messages,
+-- which messages_by_session already reads in order.
