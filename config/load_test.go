@@ -104,7 +104,7 @@ func TestLoadWithoutDefaultFileRunsOnBuiltinDefaults(t *testing.T) {
 			"chat":  {"load_history", "chat_completion_stream"},
 			"agent": {"load_history", "agent_loop"},
 		}},
-		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000}},
+		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000, "tool_calls": false}},
 		{"plugins.rewrite.model", cfg.Plugins["rewrite"]["model"], "default"},
 		{"plugins.rerank.reranker", cfg.Plugins["rerank"]["reranker"], "score"},
 		{"plugins.merge.fallback", cfg.Plugins["merge"]["fallback"], "model"},

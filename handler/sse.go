@@ -244,6 +244,10 @@ func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
 		return
 	}
 	renewWriteDeadline(c, h.cfg().Server.WriteTimeout) // the answer may have taken longer than one write may
+	if saved, ok := h.savedMessage(c, msg.ID); ok && saved.Status == msg.Status {
+		c.JSON(http.StatusOK, saved) // with its place in the tree, model and record
+		return
+	}
 	c.JSON(http.StatusOK, msg)
 }
 
@@ -274,7 +278,7 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 			switch ev.Type {
 			case eventbus.TypeStreamStarted:
 				p := ev.Payload.(eventbus.StreamStarted)
-				msg.ID = p.MessageID
+				msg.ID, msg.SiblingIDs = p.MessageID, []string{p.MessageID}
 				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
 			case eventbus.TypeAnswerDelta:
 				content = append(content, ev.Text...)
