@@ -50,8 +50,10 @@ var DefaultAgentTools = []any{"knowledge_search", "fetch_document"}
 
 // AgentLoop answers by letting the model call tools: each cycle streams
 // the model's thinking, text and tool calls, runs the called tools
-// concurrently (their results stream in completion order and go back to
-// the model in call order), and asks again — until the model answers
+// concurrently — each starting as soon as its arguments are complete,
+// while the model may still be streaming (approval asked at that moment
+// when the tool needs one) — streams their results in completion order
+// and sends them back to the model in call order, and asks again — until the model answers
 // without tools or max_cycles is reached, whose call is offered no tools.
 // Convergence is by construction, as in Onyx's loop: force_tool makes the
 // first cycle require a tool, the last can only answer.
@@ -174,20 +176,32 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		ce := newCycleEmitter(r, cycle, len(offered) > 0 && r.p.cfg.TextToolCalls)
 		r.cm.Emitter = ce
 		r.cm.References = r.refs.Items()
+		batch := r.newToolBatch(ctx, cycle)
+		var early func(int, schema.ToolCall)
+		if !last && len(offered) > 0 {
+			early = func(i int, c schema.ToolCall) { // a call is complete while the model streams: start it now
+				ce.nativeCall()
+				batch.start(i, c)
+			}
+		}
 		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.msgs,
-			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle)})
+			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle), OnToolCall: early})
 		calls := ce.finish(turn, perr == nil, offered)
 		r.cm.Emitter = r.out
 		if perr != nil {
+			batch.cancel() // the calls started early are stopped, each still gets its result
+			batch.collect()
 			return perr
 		}
 		if len(calls) == 0 {
+			batch.collect()
 			r.cm.StageDetail(r.detail(cycle))
 			return nil
 		}
 		if last {
 			// Offered no tools, the model still called some: nothing
 			// runs, and without an answer the question stays open.
+			batch.collect()
 			r.refuseCalls(cycle, calls)
 			if strings.TrimSpace(turn.Answer) != "" {
 				r.cm.StageDetail(r.detail(cycle))
@@ -198,7 +212,10 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		}
 		r.calls += len(calls)
 		r.msgs = append(r.msgs, &schema.Message{Role: schema.Assistant, Content: turn.Answer, ToolCalls: calls})
-		for _, res := range r.runTools(ctx, cycle, calls) {
+		for i, c := range calls { // the calls not started while the model streamed (text tool calls)
+			batch.start(i, c)
+		}
+		for _, res := range batch.collect() {
 			r.msgs = append(r.msgs, schema.ToolMessage(res.forModel(), res.call.ID, schema.WithToolName(res.call.Function.Name)))
 		}
 		r.cm.References = r.refs.Items()

@@ -150,10 +150,10 @@ func TestAgentLoopRunsAToolThenAnswers(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	want := []string{
-		"thinking.start@1.0", "thinking.end@1.0",
-		"tool_call.start@1.1", "tool_call.end@1.1",
+		"model_call.started@1.0", "thinking.start@1.0", "thinking.end@1.0",
+		"tool_call.start@1.1", "tool_call.end@1.1", "model_call.finished@1.0",
 		"references@1.1", "tool_result@1.1",
-		"answer.start@2.0", "answer.end@2.0",
+		"model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0",
 		"usage",
 	}
 	if got := placed(res); !slices.Equal(got, want) {
@@ -406,8 +406,8 @@ func TestAgentLoopRunsAToolCallWrittenAsText(t *testing.T) {
 				}
 				return
 			}
-			want := []string{"tool_call.start@1.1", "tool_call.end@1.1", "tool_result@1.1",
-				"answer.start@2.0", "answer.end@2.0", "usage"}
+			want := []string{"model_call.started@1.0", "tool_call.start@1.1", "tool_call.end@1.1", "model_call.finished@1.0",
+				"tool_result@1.1", "model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0", "usage"}
 			if got := placed(res); !slices.Equal(got, want) {
 				t.Fatalf("events\n got %v\nwant %v", got, want)
 			}
@@ -537,8 +537,11 @@ func TestAgentLoopAsksApprovalBeforeATool(t *testing.T) {
 			if res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			want := []string{"tool_call.start@1.1", "tool_call.end@1.1", "tool_call.approval_request@1.1",
-				"tool_call.approval_decision@1.1", "tool_result@1.1", "answer.start@2.0", "answer.end@2.0", "usage"}
+			// The call is complete before the model call ends, so it asks for
+			// approval at once.
+			want := []string{"model_call.started@1.0", "tool_call.start@1.1", "tool_call.end@1.1", "tool_call.approval_request@1.1",
+				"model_call.finished@1.0", "tool_call.approval_decision@1.1", "tool_result@1.1",
+				"model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0", "usage"}
 			if got := placed(res); !slices.Equal(got, want) {
 				t.Fatalf("events\n got %v\nwant %v", got, want)
 			}
