@@ -24,6 +24,10 @@ type persister struct {
 	every    int           // nudge the partial saver after this many deltas; 0 = never
 	due      chan struct{} // the nudge (one pending at most)
 
+	// mark is where the answer and thinking stood when the current model
+	// call attempt started: an uncommitted attempt is cut back to it.
+	mark struct{ answer, thinking int }
+
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
@@ -35,7 +39,7 @@ type persister struct {
 // persistedTypes are the events the persister needs.
 var persistedTypes = []eventbus.Type{
 	eventbus.TypeAnswerDelta, eventbus.TypeThinkingStart, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
-	eventbus.TypeUsage, eventbus.TypeError,
+	eventbus.TypeUsage, eventbus.TypeError, eventbus.TypeModelCallStarted, eventbus.TypeModelCallFinished,
 }
 
 func (p *persister) handle(ev *eventbus.Event) {
@@ -61,7 +65,33 @@ func (p *persister) handle(ev *eventbus.Event) {
 		if e, ok := ev.Payload.(eventbus.Error); ok && p.errMsg == "" {
 			p.errMsg = e.Message
 		}
+	case eventbus.TypeModelCallStarted:
+		p.mu.Lock()
+		p.mark.answer, p.mark.thinking = p.answer.Len(), p.thinking.Len()
+		p.mu.Unlock()
+	case eventbus.TypeModelCallFinished:
+		if mc, ok := ev.Payload.(eventbus.ModelCall); ok && mc.Committed != nil && !*mc.Committed {
+			p.withdraw()
+		}
 	}
+}
+
+// withdraw drops the text of the model call attempt that was not
+// committed. The builders are replaced, not cut: the partial saver may
+// hold strings that share their memory.
+func (p *persister) withdraw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cut := func(b *strings.Builder, n int) {
+		if b.Len() > n {
+			s := b.String()[:n]
+			*b = strings.Builder{}
+			b.WriteString(s)
+			p.unsaved++
+		}
+	}
+	cut(&p.answer, p.mark.answer)
+	cut(&p.thinking, p.mark.thinking)
 }
 
 // newPersister returns a persister that nudges a partial saver every
