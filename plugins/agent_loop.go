@@ -37,6 +37,14 @@ type AgentLoopConfig struct {
 	ApprovalTimeout time.Duration `mapstructure:"approval_timeout"`
 	// MaxResultChars bounds a tool's output as the model reads it.
 	MaxResultChars int `mapstructure:"max_result_chars"`
+	// MaxToolContext bounds the tool output one model call reads: past it,
+	// the oldest results are replaced by a stub first (the last cycle's
+	// stay whole). 0 = no bound.
+	MaxToolContext int `mapstructure:"max_tool_context"`
+	// Reminder ends the prompt of every model call after tools ran, so
+	// the model keeps the task in view ({question} = the question; "" =
+	// none).
+	Reminder string `mapstructure:"reminder"`
 	// TextToolCalls looks for a tool call written as JSON text by models
 	// that do not use the tool-call field, once per cycle.
 	TextToolCalls bool `mapstructure:"text_tool_calls"`
@@ -71,7 +79,7 @@ type AgentLoop struct {
 func newAgentLoop(c pipeline.PluginConfig) (pipeline.Plugin, error) {
 	cfg := AgentLoopConfig{Model: "default", ThinkTags: true, SystemPrompt: config.DefaultAgentPrompt,
 		MaxCycles: 6, ToolTimeout: 30 * time.Second, ApprovalTimeout: 5 * time.Minute,
-		MaxResultChars: 20000, TextToolCalls: true}
+		MaxResultChars: 20000, MaxToolContext: 60000, Reminder: config.DefaultAgentReminder, TextToolCalls: true}
 	if err := c.Decode(&cfg); err != nil {
 		return nil, err
 	}
@@ -87,6 +95,8 @@ func newAgentLoop(c pipeline.PluginConfig) (pipeline.Plugin, error) {
 		return nil, fmt.Errorf("%s.approval_timeout: must be positive", c.Key)
 	case cfg.MaxResultChars < 200:
 		return nil, fmt.Errorf("%s.max_result_chars: must be at least 200", c.Key)
+	case cfg.MaxToolContext < 0:
+		return nil, fmt.Errorf("%s.max_tool_context: must not be negative (0 = no bound)", c.Key)
 	}
 	set, err := tools.Build(c.Key+".tools", c.Mode, cfg.Tools, tools.Common{Timeout: cfg.ToolTimeout}, c.Sections)
 	if err != nil {
@@ -184,7 +194,7 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 				batch.start(i, c)
 			}
 		}
-		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.msgs,
+		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.prompt(),
 			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle), OnToolCall: early})
 		calls := ce.finish(turn, perr == nil, offered)
 		r.cm.Emitter = r.out

@@ -180,7 +180,10 @@ func TestAgentLoopRunsAToolThenAnswers(t *testing.T) {
 		t.Fatalf("%d model calls", len(calls))
 	}
 	msgs := calls[1].Messages
-	asst, tool := msgs[len(msgs)-2], msgs[len(msgs)-1]
+	asst, tool, reminder := msgs[len(msgs)-3], msgs[len(msgs)-2], msgs[len(msgs)-1]
+	if reminder.Role != schema.User || !strings.HasPrefix(reminder.Content, "Reminder: answer the question") {
+		t.Fatalf("the prompt after a tool ran ends with %+v, want the reminder", reminder)
+	}
 	if asst.Role != schema.Assistant || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].ID != "call_a" ||
 		asst.ToolCalls[0].Function.Arguments != `{"query":"resume a stream"}` {
 		t.Fatalf("assistant message sent back = %+v", asst)
@@ -350,7 +353,7 @@ func TestAgentLoopForcesTheFirstToolAndOffersNoneOnTheLastCycle(t *testing.T) {
 	for _, m := range msgs {
 		roles = append(roles, m.(map[string]any)["role"].(string))
 	}
-	if want := "system user assistant tool assistant tool"; strings.Join(roles, " ") != want {
+	if want := "system user assistant tool assistant tool user"; strings.Join(roles, " ") != want { // the reminder last
 		t.Fatalf("roles %v, want %s", roles, want)
 	}
 }

@@ -329,3 +329,68 @@ func TestMidStreamRetryInAnAgentCycle(t *testing.T) {
 		t.Fatalf("saved %+v", msg)
 	}
 }
+
+// e2e_echo returns n copies of fill: tool output of a chosen size.
+type e2eEcho struct{}
+
+func (e2eEcho) Info() *schema.ToolInfo {
+	return &schema.ToolInfo{Name: "e2e_echo", Desc: "Returns n copies of fill.",
+		ParamsOneOf: schema.NewParamsOneOfByParams(map[string]*schema.ParameterInfo{
+			"n": {Type: schema.Integer, Required: true}, "fill": {Type: schema.String, Required: true}})}
+}
+
+func (e2eEcho) Run(_ context.Context, _ *tools.Env, args string) (string, error) {
+	var a struct {
+		N    int
+		Fill string
+	}
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		return "", err
+	}
+	return strings.Repeat(a.Fill, a.N), nil
+}
+
+func init() {
+	tools.Register("e2e_echo", func(tools.Config) (tools.Tool, error) { return e2eEcho{}, nil })
+}
+
+// Each cycle's prompt keeps the tool output within max_tool_context,
+// cutting the oldest first, and ends with the reminder once tools ran.
+func TestAgentPromptCutsOldToolOutputAndEndsWithTheReminder(t *testing.T) {
+	h := newHarness(t, agentMode(map[string]any{"tools": []any{"e2e_echo"},
+		"max_tool_context": 5000, "reminder": "Remember: {question}"}))
+	h.provider.Enqueue(
+		providertest.Script{Chunks: providertest.ToolCall(0, "c1", "e2e_echo", `{"n":3000,"fill":"a"}`, 1)},
+		providertest.Script{Chunks: providertest.ToolCall(0, "c2", "e2e_echo", `{"n":3000,"fill":"b"}`, 1)},
+		providertest.Script{Chunks: providertest.Answer("Done.", 1)},
+	)
+	evs := h.ask(h.createSession(), "What repeats?").all()
+	if fin := finished(t, evs); fin.Status != eventbus.StatusCompleted {
+		t.Fatalf("finished %+v", fin)
+	}
+	reqs := h.provider.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d provider requests", len(reqs))
+	}
+	lastContent := func(body map[string]any) string {
+		msgs := body["messages"].([]any)
+		m := msgs[len(msgs)-1].(map[string]any)
+		return fmt.Sprint(m["role"], ": ", m["content"])
+	}
+	if got := lastContent(reqs[0].Body); got != "user: What repeats?" {
+		t.Fatalf("the first prompt ends with %q", got)
+	}
+	for _, r := range reqs[1:] {
+		if got := lastContent(r.Body); got != "user: Remember: What repeats?" {
+			t.Fatalf("a prompt after tools ends with %q, want the reminder", got)
+		}
+	}
+	if got := toolMessages(reqs[1].Body); len(got) != 1 || got[0] != "c1="+strings.Repeat("a", 3000) {
+		t.Fatalf("second prompt's tool output cut although it fits: %.60q", got)
+	}
+	got := toolMessages(reqs[2].Body)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "c1=[This earlier tool output was removed") ||
+		got[1] != "c2="+strings.Repeat("b", 3000) {
+		t.Fatalf("third prompt's tool output: %.80q", got)
+	}
+}
