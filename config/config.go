@@ -105,6 +105,20 @@ type Model struct {
 	Client      string        `mapstructure:"client"`      // openai only: lean (default) | eino
 	Thinking    bool          `mapstructure:"thinking"`    // ollama only: ask the model to think
 	ChunkDelay  time.Duration `mapstructure:"chunk_delay"` // demo only: pause between streamed chunks
+	// StreamRetry retries a call whose stream breaks after partial output.
+	StreamRetry StreamRetry `mapstructure:"stream_retry"`
+}
+
+// StreamRetry is a model's mid-stream retry: when its stream breaks after
+// partial output in a way a new attempt may fix (a dropped connection, a
+// stall past a deadline, a malformed chunk), the attempt's output is
+// withdrawn (model_call.finished with committed false) and the call is
+// made again, with a note to the model that its previous attempt was cut
+// off.
+type StreamRetry struct {
+	// Attempts bounds the attempts of one call, the first included:
+	// 0 = the default (2), 1 = off.
+	Attempts int `mapstructure:"attempts"`
 }
 
 // PipelineEntry is one element of a mode's plugin list. In YAML it is

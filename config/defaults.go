@@ -54,6 +54,13 @@ const DefaultAgentPrompt = "You are a helpful assistant that can use tools. " +
 	"When nothing relevant is found, say so; you may then answer from general knowledge, without citations. " +
 	"Answer in the language of the question."
 
+// DefaultAgentReminder is agent_loop's reminder, added at the end of the
+// prompt of every model call after tools ran ({question} is the user's
+// question), so a long run of tool output does not make the model lose
+// the task.
+const DefaultAgentReminder = "Reminder: answer the question \"{question}\" with what the tools found. " +
+	"Cite the passages you use by their number, like [1]. Call a tool again only if you still need information."
+
 // builtinDefaults is the configuration chatpipe runs on with no config.yaml,
 // written as the YAML would be. It is rebuilt on every call so that no two
 // snapshots share a slice or map. config.yaml at the repository root must
@@ -237,6 +244,8 @@ func builtinDefaults() map[string]any {
 				"tool_timeout":     "30s",
 				"approval_timeout": "5m",
 				"max_result_chars": 20000,
+				"max_tool_context": 60000,
+				"reminder":         DefaultAgentReminder,
 				"text_tool_calls":  true,
 				"tools":            []any{"knowledge_search", "fetch_document"},
 			},

@@ -43,6 +43,22 @@ const (
 	TypeToolCallApprovalDecision Type = "tool_call.approval_decision"
 )
 
+// Model calls and streamed tool output (issue 13, agent loop and
+// mid-stream provider retry).
+const (
+	// TypeModelCallStarted opens one attempt of a model call: every event
+	// the attempt streams follows it, up to its model_call.finished.
+	TypeModelCallStarted Type = "model_call.started"
+	// TypeModelCallFinished closes an attempt. When it is not committed
+	// (the provider stream broke and a new attempt follows), readers drop
+	// the text and tool calls the attempt streamed since its
+	// model_call.started: the saved answer never holds them.
+	TypeModelCallFinished Type = "model_call.finished"
+	// TypeToolCallOutputDelta is a fragment of a running tool's output,
+	// before its tool_result (which carries the whole output).
+	TypeToolCallOutputDelta Type = "tool_call.output.delta"
+)
+
 // AllTypes lists the built-in types, in wire-contract order.
 var AllTypes = []Type{
 	TypeStreamStarted, TypeStage, TypeQueryRewritten, TypeReferences,
@@ -50,6 +66,7 @@ var AllTypes = []Type{
 	TypeAnswerStart, TypeAnswerDelta, TypeAnswerEnd,
 	TypeToolCallStart, TypeToolCallDelta, TypeToolCallEnd, TypeToolResult,
 	TypeToolCallApprovalRequest, TypeToolCallApprovalDecision,
+	TypeModelCallStarted, TypeModelCallFinished, TypeToolCallOutputDelta,
 	TypeUsage, TypeError, TypeStreamFinished,
 }
 
@@ -201,6 +218,34 @@ const (
 	DecidedUnavailable = "unavailable"
 )
 
+// ModelCall is the payload of model_call.started (Attempt only) and
+// model_call.finished.
+type ModelCall struct {
+	// Attempt counts the attempts of this model call, from 1.
+	Attempt int `json:"attempt"`
+	// Status is how the attempt ended: completed, timeout, malformed or
+	// failed (finished only).
+	Status string `json:"status,omitempty"`
+	// Committed is false when the attempt's output is withdrawn: the
+	// stream broke after partial output and the call is tried again.
+	// Readers then drop what the attempt streamed (finished only).
+	Committed *bool `json:"committed,omitempty"`
+}
+
+// Model call statuses carried by model_call.finished.
+const (
+	ModelCallCompleted = "completed"
+	ModelCallTimeout   = "timeout"   // the provider stream stalled past a deadline
+	ModelCallMalformed = "malformed" // the provider sent a chunk that does not parse
+	ModelCallFailed    = "failed"    // any other failure (a dropped connection, an error object, a stop)
+)
+
+// ToolOutput is the payload of tool_call.output.delta.
+type ToolOutput struct {
+	ToolCallID string `json:"tool_call_id"`
+	Output     string `json:"output"`
+}
+
 // Usage is the payload of usage.
 type Usage struct {
 	PromptTokens     int   `json:"prompt_tokens"`
@@ -239,6 +284,8 @@ func (ToolCall) isPayload()       {}
 func (ToolResult) isPayload()     {}
 func (ToolApproval) isPayload()   {}
 func (Usage) isPayload()          {}
+func (ModelCall) isPayload()      {}
+func (ToolOutput) isPayload()     {}
 func (Error) isPayload()          {}
 func (Finished) isPayload()       {}
 
@@ -257,3 +304,9 @@ func Delta(t Type, content string) Event { return Event{Type: t, Text: content} 
 
 // Of builds an event of type t with payload p.
 func Of(t Type, p Payload) Event { return Event{Type: t, Payload: p} }
+
+// Finished builds the payload of model_call.finished.
+func (c ModelCall) Finished(status string, committed bool) ModelCall {
+	c.Status, c.Committed = status, &committed
+	return c
+}

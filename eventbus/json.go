@@ -149,6 +149,10 @@ func Decode(data []byte) (Event, error) {
 		ev.Payload, err = decodeAs[ToolApproval](data)
 	case TypeUsage:
 		ev.Payload, err = decodeAs[Usage](data)
+	case TypeModelCallStarted, TypeModelCallFinished:
+		ev.Payload, err = decodeAs[ModelCall](data)
+	case TypeToolCallOutputDelta:
+		ev.Payload, err = decodeAs[ToolOutput](data)
 	case TypeError:
 		ev.Payload, err = decodeAs[Error](data)
 	case TypeStreamFinished:

@@ -187,7 +187,10 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 	}
 	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
-			TenantID: tenant(c), Mode: mode, History: turns, Question: question})
+			TenantID: tenant(c), Mode: mode, History: turns, Question: question,
+			// A streaming completion cannot take back bytes it forwarded:
+			// no mid-stream retry there (a whole one drops a withdrawn attempt).
+			NoStreamRetry: req.Stream})
 	}, func(msg string) { openAIAbort(c, http.StatusTooManyRequests, "rate_limit_exceeded", "", msg) })
 	if !ok {
 		return

@@ -100,6 +100,11 @@ type completionBuilder struct {
 
 	thinkFirst bool // the next thinking delta opens its block
 	tagOpen    bool // a <think> was sent and not yet closed
+	// mark is where content and reasoning stood when the current model
+	// call attempt started. Only a whole completion (stream: false) sees
+	// an attempt withdrawn: a streaming one asks its run not to retry
+	// mid-stream, since it cannot take back what it sent.
+	mark [2]int
 }
 
 func newCompletionBuilder(streamID, model string, tags bool) *completionBuilder {
@@ -138,6 +143,12 @@ func (b *completionBuilder) apply(ev eventbus.Event) {
 		if p, ok := ev.Payload.(eventbus.References); ok {
 			b.refs = p.Items
 		}
+	case eventbus.TypeModelCallStarted:
+		b.mark = [2]int{b.content.Len(), b.reasoning.Len()}
+	case eventbus.TypeModelCallFinished:
+		if p, ok := ev.Payload.(eventbus.ModelCall); ok && p.Committed != nil && !*p.Committed {
+			b.withdraw()
+		}
 	case eventbus.TypeUsage:
 		if p, ok := ev.Payload.(eventbus.Usage); ok {
 			b.usage = &p
@@ -152,6 +163,20 @@ func (b *completionBuilder) apply(ev eventbus.Event) {
 			b.status, b.reason = p.Status, p.Reason
 		}
 	}
+}
+
+// withdraw drops the text of an uncommitted model call attempt.
+func (b *completionBuilder) withdraw() {
+	cut := func(sb *strings.Builder, n int) {
+		if sb.Len() > n {
+			s := sb.String()[:n]
+			*sb = strings.Builder{}
+			sb.WriteString(s)
+		}
+	}
+	cut(&b.content, b.mark[0])
+	cut(&b.reasoning, b.mark[1])
+	b.tagOpen = false
 }
 
 func (b *completionBuilder) closeTag() {

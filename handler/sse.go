@@ -260,6 +260,7 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 		thought []byte
 		untag   think.Untag // the saved thinking is clean: tags are for the wire
 		recs    []stream.Record
+		mark    [2]int // content and thought when the current model call attempt started
 	)
 	msg.Role = "assistant"
 	msg.References = []eventbus.Reference{}
@@ -288,6 +289,12 @@ func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 				thought = append(thought, untag.Delta(ev.Text)...)
 			case eventbus.TypeReferences:
 				msg.References = ev.Payload.(eventbus.References).Items
+			case eventbus.TypeModelCallStarted:
+				mark = [2]int{len(content), len(thought)}
+			case eventbus.TypeModelCallFinished:
+				if mc := ev.Payload.(eventbus.ModelCall); mc.Committed != nil && !*mc.Committed {
+					content, thought = content[:mark[0]], thought[:mark[1]] // the attempt was withdrawn
+				}
 			case eventbus.TypeUsage:
 				u := ev.Payload.(eventbus.Usage)
 				msg.Usage = &u

@@ -27,6 +27,10 @@ type ChatManage struct {
 	UserMessageID string
 	Mode          string
 	Query         string // the user's question as asked
+	// NoStreamRetry turns mid-stream retry off for this request: its
+	// reader cannot withdraw output it already passed on (the streaming
+	// OpenAI-compatible API).
+	NoStreamRetry bool
 	// Model, when set, is the model the generate stage asks instead of its
 	// configured one: a request comparing several models runs the chain
 	// once per model with this set.
@@ -137,6 +141,10 @@ type ChatModel struct {
 	Model    model.ToolCallingChatModel
 	Options  []model.Option
 	Retries  int // retries of a call that fails before its first chunk
+	// StreamAttempts bounds the attempts of a call whose stream breaks
+	// after partial output (models.<name>.stream_retry.attempts; 1 = no
+	// mid-stream retry).
+	StreamAttempts int
 }
 
 // ModelSource resolves the chat models named in config.yaml.

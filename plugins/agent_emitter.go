@@ -30,9 +30,11 @@ type cycleEmitter struct {
 	turn int
 	tabs map[string]int // tool call id -> tab
 
+	watch    bool // text tool calls are looked for
 	hold     holdState
 	held     []eventbus.Event
 	heldText strings.Builder
+	answered bool // the run's answered flag when the model call's attempt started
 }
 
 type holdState int
@@ -45,11 +47,21 @@ const (
 )
 
 func newCycleEmitter(r *agentRun, turn int, watch bool) *cycleEmitter {
-	e := &cycleEmitter{r: r, turn: turn, tabs: map[string]int{}}
-	if watch {
+	e := &cycleEmitter{r: r, turn: turn, tabs: map[string]int{}, watch: watch}
+	e.reset()
+	return e
+}
+
+// reset starts an attempt of the cycle's model call afresh: nothing held,
+// no tool call placed.
+func (e *cycleEmitter) reset() {
+	e.hold, e.held = holdOff, nil
+	if e.watch {
 		e.hold = holdWatching
 	}
-	return e
+	e.heldText.Reset()
+	clear(e.tabs)
+	e.answered = e.r.answered
 }
 
 // Emit implements eventbus.Emitter.
@@ -60,6 +72,18 @@ func (e *cycleEmitter) Emit(ev eventbus.Event) {
 			e.r.usage.CompletionTokens += u.CompletionTokens
 			e.r.usage.ReasoningTokens += u.ReasoningTokens
 		}
+		return
+	}
+	if ev.Type == eventbus.TypeModelCallStarted {
+		e.reset()
+	}
+	if mc, ok := ev.Payload.(eventbus.ModelCall); ok && ev.Type == eventbus.TypeModelCallFinished &&
+		mc.Committed != nil && !*mc.Committed {
+		// The attempt is withdrawn: what is held never shows, and the next
+		// attempt's answer is separated as if this one never streamed.
+		e.held = nil
+		e.r.answered = e.answered
+		e.pass(ev)
 		return
 	}
 	if e.hold == holdWatching && ev.Type == eventbus.TypeAnswerStart {
@@ -119,6 +143,13 @@ func (e *cycleEmitter) pass(ev eventbus.Event) {
 	}
 }
 
+// nativeCall is told that the model call made a tool call in the tool-call
+// field: the answer held so far is no tool call written as text.
+func (e *cycleEmitter) nativeCall() {
+	e.release()
+	e.hold = holdOff
+}
+
 // release emits what was held, in order.
 func (e *cycleEmitter) release() {
 	held := e.held
@@ -154,13 +185,22 @@ func (e *cycleEmitter) finish(turn *Turn, ok bool, offered []*schema.ToolInfo) [
 	}
 	held := e.held
 	e.held = nil
+	var closing []eventbus.Event // the model call's end, after the calls it made
 	for _, ev := range held {
 		switch ev.Type {
 		case eventbus.TypeAnswerStart, eventbus.TypeAnswerDelta, eventbus.TypeAnswerEnd:
 			continue // the text was the tool call
+		case eventbus.TypeModelCallFinished:
+			closing = append(closing, ev)
+			continue
 		}
 		e.pass(ev)
 	}
+	defer func() {
+		for _, ev := range closing {
+			e.pass(ev)
+		}
+	}()
 	for i := range extracted {
 		c := &extracted[i]
 		c.ID = e.r.idPrefix(e.turn) + "text_" + strconv.Itoa(i+1)

@@ -37,6 +37,14 @@ type AgentLoopConfig struct {
 	ApprovalTimeout time.Duration `mapstructure:"approval_timeout"`
 	// MaxResultChars bounds a tool's output as the model reads it.
 	MaxResultChars int `mapstructure:"max_result_chars"`
+	// MaxToolContext bounds the tool output one model call reads: past it,
+	// the oldest results are replaced by a stub first (the last cycle's
+	// stay whole). 0 = no bound.
+	MaxToolContext int `mapstructure:"max_tool_context"`
+	// Reminder ends the prompt of every model call after tools ran, so
+	// the model keeps the task in view ({question} = the question; "" =
+	// none).
+	Reminder string `mapstructure:"reminder"`
 	// TextToolCalls looks for a tool call written as JSON text by models
 	// that do not use the tool-call field, once per cycle.
 	TextToolCalls bool `mapstructure:"text_tool_calls"`
@@ -50,8 +58,10 @@ var DefaultAgentTools = []any{"knowledge_search", "fetch_document"}
 
 // AgentLoop answers by letting the model call tools: each cycle streams
 // the model's thinking, text and tool calls, runs the called tools
-// concurrently (their results stream in completion order and go back to
-// the model in call order), and asks again — until the model answers
+// concurrently — each starting as soon as its arguments are complete,
+// while the model may still be streaming (approval asked at that moment
+// when the tool needs one) — streams their results in completion order
+// and sends them back to the model in call order, and asks again — until the model answers
 // without tools or max_cycles is reached, whose call is offered no tools.
 // Convergence is by construction, as in Onyx's loop: force_tool makes the
 // first cycle require a tool, the last can only answer.
@@ -69,7 +79,7 @@ type AgentLoop struct {
 func newAgentLoop(c pipeline.PluginConfig) (pipeline.Plugin, error) {
 	cfg := AgentLoopConfig{Model: "default", ThinkTags: true, SystemPrompt: config.DefaultAgentPrompt,
 		MaxCycles: 6, ToolTimeout: 30 * time.Second, ApprovalTimeout: 5 * time.Minute,
-		MaxResultChars: 20000, TextToolCalls: true}
+		MaxResultChars: 20000, MaxToolContext: 60000, Reminder: config.DefaultAgentReminder, TextToolCalls: true}
 	if err := c.Decode(&cfg); err != nil {
 		return nil, err
 	}
@@ -85,6 +95,8 @@ func newAgentLoop(c pipeline.PluginConfig) (pipeline.Plugin, error) {
 		return nil, fmt.Errorf("%s.approval_timeout: must be positive", c.Key)
 	case cfg.MaxResultChars < 200:
 		return nil, fmt.Errorf("%s.max_result_chars: must be at least 200", c.Key)
+	case cfg.MaxToolContext < 0:
+		return nil, fmt.Errorf("%s.max_tool_context: must not be negative (0 = no bound)", c.Key)
 	}
 	set, err := tools.Build(c.Key+".tools", c.Mode, cfg.Tools, tools.Common{Timeout: cfg.ToolTimeout}, c.Sections)
 	if err != nil {
@@ -175,20 +187,32 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		ce := newCycleEmitter(r, cycle, len(offered) > 0 && r.p.cfg.TextToolCalls)
 		r.cm.Emitter = ce
 		r.cm.References = r.refs.Items()
-		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.msgs,
-			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle)})
+		batch := r.newToolBatch(ctx, cycle)
+		var early func(int, schema.ToolCall)
+		if !last && len(offered) > 0 {
+			early = func(i int, c schema.ToolCall) { // a call is complete while the model streams: start it now
+				ce.nativeCall()
+				batch.start(i, c)
+			}
+		}
+		turn, perr := r.p.gen.GenerateTurn(ctx, r.cm, m, r.prompt(),
+			TurnOptions{CallOptions: opts, ToolCallIDPrefix: r.idPrefix(cycle), OnToolCall: early})
 		calls := ce.finish(turn, perr == nil, offered)
 		r.cm.Emitter = r.out
 		if perr != nil {
+			batch.cancel() // the calls started early are stopped, each still gets its result
+			batch.collect()
 			return perr
 		}
 		if len(calls) == 0 {
+			batch.collect()
 			r.cm.StageDetail(r.detail(cycle))
 			return nil
 		}
 		if last {
 			// Offered no tools, the model still called some: nothing
 			// runs, and without an answer the question stays open.
+			batch.collect()
 			r.refuseCalls(cycle, calls)
 			if strings.TrimSpace(turn.Answer) != "" {
 				r.cm.StageDetail(r.detail(cycle))
@@ -199,7 +223,10 @@ func (r *agentRun) loop(ctx context.Context) *pipeline.PluginError {
 		}
 		r.calls += len(calls)
 		r.msgs = append(r.msgs, &schema.Message{Role: schema.Assistant, Content: turn.Answer, ToolCalls: calls})
-		for _, res := range r.runTools(ctx, cycle, calls) {
+		for i, c := range calls { // the calls not started while the model streamed (text tool calls)
+			batch.start(i, c)
+		}
+		for _, res := range batch.collect() {
 			r.msgs = append(r.msgs, schema.ToolMessage(res.forModel(), res.call.ID, schema.WithToolName(res.call.Function.Name)))
 		}
 		r.cm.References = r.refs.Items()

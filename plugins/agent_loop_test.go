@@ -150,10 +150,10 @@ func TestAgentLoopRunsAToolThenAnswers(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	want := []string{
-		"thinking.start@1.0", "thinking.end@1.0",
-		"tool_call.start@1.1", "tool_call.end@1.1",
+		"model_call.started@1.0", "thinking.start@1.0", "thinking.end@1.0",
+		"tool_call.start@1.1", "tool_call.end@1.1", "model_call.finished@1.0",
 		"references@1.1", "tool_result@1.1",
-		"answer.start@2.0", "answer.end@2.0",
+		"model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0",
 		"usage",
 	}
 	if got := placed(res); !slices.Equal(got, want) {
@@ -180,7 +180,10 @@ func TestAgentLoopRunsAToolThenAnswers(t *testing.T) {
 		t.Fatalf("%d model calls", len(calls))
 	}
 	msgs := calls[1].Messages
-	asst, tool := msgs[len(msgs)-2], msgs[len(msgs)-1]
+	asst, tool, reminder := msgs[len(msgs)-3], msgs[len(msgs)-2], msgs[len(msgs)-1]
+	if reminder.Role != schema.User || !strings.HasPrefix(reminder.Content, "Reminder: answer the question") {
+		t.Fatalf("the prompt after a tool ran ends with %+v, want the reminder", reminder)
+	}
 	if asst.Role != schema.Assistant || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].ID != "call_a" ||
 		asst.ToolCalls[0].Function.Arguments != `{"query":"resume a stream"}` {
 		t.Fatalf("assistant message sent back = %+v", asst)
@@ -350,7 +353,7 @@ func TestAgentLoopForcesTheFirstToolAndOffersNoneOnTheLastCycle(t *testing.T) {
 	for _, m := range msgs {
 		roles = append(roles, m.(map[string]any)["role"].(string))
 	}
-	if want := "system user assistant tool assistant tool"; strings.Join(roles, " ") != want {
+	if want := "system user assistant tool assistant tool user"; strings.Join(roles, " ") != want { // the reminder last
 		t.Fatalf("roles %v, want %s", roles, want)
 	}
 }
@@ -406,8 +409,8 @@ func TestAgentLoopRunsAToolCallWrittenAsText(t *testing.T) {
 				}
 				return
 			}
-			want := []string{"tool_call.start@1.1", "tool_call.end@1.1", "tool_result@1.1",
-				"answer.start@2.0", "answer.end@2.0", "usage"}
+			want := []string{"model_call.started@1.0", "tool_call.start@1.1", "tool_call.end@1.1", "model_call.finished@1.0",
+				"tool_result@1.1", "model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0", "usage"}
 			if got := placed(res); !slices.Equal(got, want) {
 				t.Fatalf("events\n got %v\nwant %v", got, want)
 			}
@@ -537,8 +540,11 @@ func TestAgentLoopAsksApprovalBeforeATool(t *testing.T) {
 			if res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			want := []string{"tool_call.start@1.1", "tool_call.end@1.1", "tool_call.approval_request@1.1",
-				"tool_call.approval_decision@1.1", "tool_result@1.1", "answer.start@2.0", "answer.end@2.0", "usage"}
+			// The call is complete before the model call ends, so it asks for
+			// approval at once.
+			want := []string{"model_call.started@1.0", "tool_call.start@1.1", "tool_call.end@1.1", "tool_call.approval_request@1.1",
+				"model_call.finished@1.0", "tool_call.approval_decision@1.1", "tool_result@1.1",
+				"model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0", "usage"}
 			if got := placed(res); !slices.Equal(got, want) {
 				t.Fatalf("events\n got %v\nwant %v", got, want)
 			}

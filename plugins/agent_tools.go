@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,51 +41,101 @@ func (o toolOutcome) forModel() string {
 	}
 }
 
-// runTools runs a cycle's tool calls concurrently and returns their
-// outcomes in call order. Each outcome streams as a tool_result as soon as
-// it is known (completion order), preceded by a references event when the
-// call found passages. A call of a tool that needs approval asks first
-// and waits, without holding up the other calls. Every call gets exactly
-// one result, also when the run is stopped.
-func (r *agentRun) runTools(ctx context.Context, turn int, calls []schema.ToolCall) []toolOutcome {
-	results := make(chan toolOutcome, len(calls))
-	reported := r.refs.Len() // before any call can add to them
-	for i, call := range calls {
-		c, err := r.check(call)
-		if err != nil {
-			results <- toolOutcome{index: i, call: call, output: err.Error(), status: eventbus.ToolFailed}
-			continue
-		}
-		var decision <-chan string
-		if c.RequireApproval {
-			decision = r.askApproval(turn, i+1, call)
-		}
-		env := tools.NewEnv(r.cm, r.refs, call.ID)
-		r.stragglers.Add(1)
-		go func() {
-			defer r.stragglers.Done()
-			if c.RequireApproval {
-				if out, denied := r.awaitApproval(ctx, turn, i+1, call, decision); denied {
-					results <- out
-					return
-				}
-			}
-			results <- r.call(ctx, c, env, i, call)
-		}()
-	}
+// toolBatch runs one cycle's tool calls. Each call starts as soon as the
+// loop hands it over — while the model may still be streaming, when its
+// arguments are complete — asking for approval first when its tool needs
+// one, without holding up the other calls. collect then streams each
+// outcome as a tool_result as soon as it is known (completion order),
+// preceded by a references event when the call found passages, and
+// returns the outcomes in call order. Every call gets exactly one result,
+// also when the run is stopped.
+type toolBatch struct {
+	r        *agentRun
+	ctx      context.Context
+	cancel   context.CancelFunc // stops the calls still running
+	turn     int
+	calls    map[int]schema.ToolCall // started calls by position
+	failed   []toolOutcome           // calls that could not start
+	results  chan toolOutcome        // the outcomes of running calls
+	abandon  chan struct{}           // closed when collect returns: late senders give up
+	reported int                     // references announced so far
+}
 
-	outcomes := make([]toolOutcome, len(calls))
-	for range calls {
-		o := <-results
-		if o.refs > reported { // the call found passages: announce them before its result
-			reported = o.refs
+func (r *agentRun) newToolBatch(ctx context.Context, turn int) *toolBatch {
+	ctx, cancel := context.WithCancel(ctx)
+	return &toolBatch{r: r, ctx: ctx, cancel: cancel, turn: turn, calls: map[int]schema.ToolCall{},
+		results: make(chan toolOutcome), abandon: make(chan struct{}), reported: r.refs.Len()}
+}
+
+// start starts call i of the cycle (from 0), once.
+func (b *toolBatch) start(i int, call schema.ToolCall) {
+	if _, started := b.calls[i]; started {
+		return
+	}
+	b.calls[i] = call
+	r := b.r
+	c, err := r.check(call)
+	if err != nil {
+		b.failed = append(b.failed, toolOutcome{index: i, call: call, output: err.Error(), status: eventbus.ToolFailed})
+		return
+	}
+	var decision <-chan string
+	if c.RequireApproval {
+		decision = r.askApproval(b.turn, i+1, call)
+	}
+	env := tools.NewEnv(r.cm, r.refs, call.ID)
+	env.StreamOutput(func(text string) {
+		r.emitPlaced(eventbus.Of(eventbus.TypeToolCallOutputDelta,
+			eventbus.ToolOutput{ToolCallID: call.ID, Output: text}), b.turn, i+1)
+	})
+	r.stragglers.Add(1)
+	go func() {
+		defer r.stragglers.Done()
+		if c.RequireApproval {
+			if out, denied := r.awaitApproval(b.ctx, b.turn, i+1, call, decision); denied {
+				b.send(out)
+				return
+			}
+		}
+		b.send(r.call(b.ctx, c, env, i, call))
+	}()
+}
+
+// send hands a running call's outcome to collect.
+func (b *toolBatch) send(o toolOutcome) {
+	select {
+	case b.results <- o:
+	case <-b.abandon:
+	}
+}
+
+// collect waits for the outcome of every started call and returns them in
+// call order. Called once, on every path of a cycle that started calls.
+func (b *toolBatch) collect() []toolOutcome {
+	defer b.cancel()
+	defer close(b.abandon)
+	r := b.r
+	byIndex := make(map[int]toolOutcome, len(b.calls))
+	for n := range len(b.calls) {
+		var o toolOutcome
+		if n < len(b.failed) {
+			o = b.failed[n]
+		} else {
+			o = <-b.results
+		}
+		if o.refs > b.reported { // the call found passages: announce them before its result
+			b.reported = o.refs
 			items := r.refs.Items()[:o.refs]
-			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: items}), turn, o.index+1)
+			r.emitPlaced(eventbus.Of(eventbus.TypeReferences, eventbus.References{Items: items}), b.turn, o.index+1)
 		}
 		o.output = tools.Truncate(o.output, r.p.cfg.MaxResultChars)
 		r.emitPlaced(eventbus.Of(eventbus.TypeToolResult,
-			eventbus.ToolResult{ToolCallID: o.call.ID, Output: o.output, Status: o.status}), turn, o.index+1)
-		outcomes[o.index] = o
+			eventbus.ToolResult{ToolCallID: o.call.ID, Output: o.output, Status: o.status}), b.turn, o.index+1)
+		byIndex[o.index] = o
+	}
+	outcomes := make([]toolOutcome, 0, len(byIndex))
+	for _, i := range slices.Sorted(maps.Keys(byIndex)) {
+		outcomes = append(outcomes, byIndex[i])
 	}
 	return outcomes
 }

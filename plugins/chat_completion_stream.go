@@ -3,15 +3,18 @@ package plugins
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
+	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -161,12 +164,20 @@ type TurnOptions struct {
 	// several calls on one stream gives each its own prefix, so ids stay
 	// unique on the stream.
 	ToolCallIDPrefix string
+	// OnToolCall, when set, is given each native tool call as soon as its
+	// arguments are complete (its tool_call.end is emitted first), while
+	// the model may still be streaming: the next call started, text
+	// followed, the arguments closed a JSON object, or the stream ended.
+	// index is the call's position in Turn.ToolCalls. It runs on the
+	// caller's goroutine. An attempt that handed a call over is never
+	// retried mid-stream: the call may have had effects.
+	OnToolCall func(index int, call schema.ToolCall)
 }
 
 // Turn is what one streamed model call produced, besides its events.
 type Turn struct {
 	// Answer is the answer text as streamed (after the citation filter):
-	// what the client received for this call.
+	// what the client received for this call (its committed attempt).
 	Answer string
 	// ToolCalls are the complete tool calls, in the order they started,
 	// each with its id (the provider's, or one given by ToolCallIDPrefix).
@@ -174,19 +185,88 @@ type Turn struct {
 	FinishReason string
 }
 
+// cutOffNote tells the model, and only the model, that its previous
+// attempt at this reply broke off (mid-stream retry).
+const cutOffNote = "[Note: your previous attempt at this reply was cut off by a connection problem " +
+	"and discarded; the user saw none of it. Write the whole reply again from the start.]"
+
 // GenerateTurn is Generate returning what the call produced: an agent
 // loop calls it once per cycle and sends the answer and tool calls back
 // to the model. A call that produced neither answer text nor a tool call
 // fails with code empty_answer.
+//
+// Each attempt of the call is bracketed by model_call.started{attempt}
+// and model_call.finished{status, attempt, committed}. When the provider
+// stream breaks after partial output in a way a new attempt may fix (see
+// llm.MidStream) and the model's stream_retry allows another attempt, the
+// attempt is finished uncommitted — readers drop what it streamed — and
+// the call is made again with cutOffNote added for the model. One usage
+// event, the sum of every attempt, precedes the last model_call.finished.
 func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
 	msgs []*schema.Message, opts TurnOptions) (*Turn, *pipeline.PluginError) {
+	attempts := max(m.StreamAttempts, 1)
+	if cm.NoStreamRetry {
+		attempts = 1
+	}
+	start := time.Now()
+	var spent eventbus.Usage // what withdrawn attempts cost
+	for attempt := 1; ; attempt++ {
+		call := eventbus.ModelCall{Attempt: attempt}
+		cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallStarted, call))
+		g := p.attempt(ctx, cm, m, msgs, opts, start)
+		if g.retry && attempt < attempts && ctx.Err() == nil {
+			u := g.usageSoFar()
+			spent.PromptTokens += u.PromptTokens
+			spent.CompletionTokens += u.CompletionTokens
+			spent.ReasoningTokens += u.ReasoningTokens
+			spent.Estimated = spent.Estimated || u.Estimated
+			cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, false)))
+			cm.Log().Warn("the provider stream broke off; trying the call again",
+				zap.String("model", m.Name), zap.Int("attempt", attempt), zap.String("status", g.status), zap.Error(g.err))
+			msgs = withCutOffNote(msgs)
+			continue
+		}
+		if g.reportUsage {
+			u := g.usageSoFar()
+			u.PromptTokens += spent.PromptTokens
+			u.CompletionTokens += spent.CompletionTokens
+			u.ReasoningTokens += spent.ReasoningTokens
+			u.Estimated = u.Estimated || spent.Estimated
+			g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
+		}
+		cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, true)))
+		return g.turn(), g.perr
+	}
+}
+
+// withCutOffNote returns msgs with cutOffNote for the model: added to a
+// copy of the last message when it is the user's (two user messages in a
+// row trouble some chat templates), else as a user message of its own.
+func withCutOffNote(msgs []*schema.Message) []*schema.Message {
+	out := slices.Clone(msgs)
+	if n := len(out); n > 0 && out[n-1].Role == schema.User && !strings.Contains(out[n-1].Content, cutOffNote) {
+		last := *out[n-1]
+		last.Content += "\n\n" + cutOffNote
+		out[n-1] = &last
+		return out
+	}
+	if n := len(out); n > 0 && strings.Contains(out[n-1].Content, cutOffNote) {
+		return out // noted already
+	}
+	return append(out, schema.UserMessage(cutOffNote))
+}
+
+// attempt makes one attempt of a model call and streams it into cm's
+// emitter; the returned generation says how it ended.
+func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
+	msgs []*schema.Message, opts TurnOptions, start time.Time) *generation {
 	// The call gets a context of its own so the provider request and its
 	// reader goroutine end whenever this function returns.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	start := time.Now()
-	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix, prompt: msgs}
+	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix, prompt: msgs, onToolCall: opts.OnToolCall,
+		status: eventbus.ModelCallCompleted}
 	out.blocks = think.Blocks{Emitter: answerText{cm.Emitter, &out.answer}, Tags: p.cfg.ThinkTags}
 	out.sink = &out.blocks
 	if len(cm.References) > 0 || cm.NoContext {
@@ -197,7 +277,9 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 
 	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs, opts.CallOptions...)
 	if err != nil {
-		return out.turn(), out.fail(ctx, err, m.Name)
+		out.status, _ = llm.MidStream(err)
+		out.fail(ctx, err, m.Name)
+		return out
 	}
 	defer sr.Close()
 	for msg := first; msg != nil; {
@@ -209,16 +291,20 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 	}
 	out.splitter.Flush(out.sink)
 	out.flushCitations()
-	out.endToolCalls()
 	if err != nil && !errors.Is(err, io.EOF) {
-		return out.turn(), out.fail(ctx, err, m.Name)
+		out.endToolCalls(false)
+		out.status, out.retry = llm.MidStream(err)
+		out.retry = out.retry && !out.handedOver
+		out.fail(ctx, err, m.Name)
+		return out
 	}
+	out.endToolCalls(true)
 	out.blocks.Close()
-	out.emitUsage()
+	out.reportUsage = true
 	if !out.blocks.AnswerStarted() && len(out.tools) == 0 {
-		return out.turn(), &pipeline.PluginError{Code: "empty_answer", Message: emptyAnswerMessage(out.finish), Retryable: true}
+		out.perr = &pipeline.PluginError{Code: "empty_answer", Message: emptyAnswerMessage(out.finish), Retryable: true}
 	}
-	return out.turn(), nil
+	return out
 }
 
 // answerText passes events on and keeps the answer text.
@@ -257,21 +343,36 @@ type generation struct {
 	answer   strings.Builder
 	prompt   []*schema.Message // what was sent, for an estimate of its tokens
 	streamed tokens.Counter    // what the provider streamed, likewise
+
+	onToolCall func(int, schema.ToolCall) // TurnOptions.OnToolCall
+	handedOver bool                       // a call went to onToolCall
+
+	// How the attempt ended.
+	status      string // eventbus.ModelCall* status
+	retry       bool   // a new attempt may succeed (the stream broke after output)
+	reportUsage bool   // the attempt's usage is reported
+	perr        *pipeline.PluginError
+	err         error // the provider error, for the log
 }
 
 type toolCall struct {
 	id, name string
 	args     strings.Builder
+	ended    bool // tool_call.end was emitted
 }
 
 // turn is the call's result so far.
 func (g *generation) turn() *Turn {
 	t := &Turn{Answer: g.answer.String(), FinishReason: g.finish}
 	for _, tc := range g.tools {
-		t.ToolCalls = append(t.ToolCalls, schema.ToolCall{ID: tc.id, Type: "function",
-			Function: schema.FunctionCall{Name: tc.name, Arguments: tc.args.String()}})
+		t.ToolCalls = append(t.ToolCalls, tc.call())
 	}
 	return t
+}
+
+func (tc *toolCall) call() schema.ToolCall {
+	return schema.ToolCall{ID: tc.id, Type: "function",
+		Function: schema.FunctionCall{Name: tc.name, Arguments: tc.args.String()}}
 }
 
 func (g *generation) handle(msg *schema.Message) {
@@ -279,6 +380,9 @@ func (g *generation) handle(msg *schema.Message) {
 	g.streamed.Add(msg.Content)
 	if msg.ReasoningContent != "" {
 		g.blocks.Thinking(msg.ReasoningContent)
+	}
+	if msg.Content != "" || msg.ReasoningContent != "" {
+		g.endToolCalls(true) // text after a tool call: the call is complete
 	}
 	if msg.Content != "" {
 		g.splitter.Write(msg.Content, g.sink)
@@ -313,6 +417,7 @@ func (g *generation) toolCallDelta(tc schema.ToolCall) {
 		cur = nil
 	}
 	if cur == nil {
+		g.endToolCalls(true) // a new call: the ones before are complete
 		g.flushCitations()
 		g.blocks.Close() // text before a tool call ends its block
 		id := tc.ID
@@ -334,6 +439,10 @@ func (g *generation) toolCallDelta(tc schema.ToolCall) {
 		cur.args.WriteString(tc.Function.Arguments)
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallDelta,
 			eventbus.ToolCall{ToolCallID: cur.id, Arguments: tc.Function.Arguments}))
+		if g.onToolCall != nil && strings.HasSuffix(strings.TrimSpace(tc.Function.Arguments), "}") &&
+			json.Valid([]byte(cur.args.String())) {
+			g.endToolCalls(true) // the arguments closed their object: the call is complete
+		}
 	}
 }
 
@@ -352,19 +461,28 @@ func (g *generation) flushCitations() {
 	}
 }
 
-func (g *generation) endToolCalls() {
-	for _, tc := range g.tools {
+// endToolCalls ends the calls not ended yet with tool_call.end and, when
+// complete is set, hands each to onToolCall.
+func (g *generation) endToolCalls(complete bool) {
+	for i, tc := range g.tools {
+		if tc.ended {
+			continue
+		}
+		tc.ended = true
 		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeToolCallEnd,
 			eventbus.ToolCall{ToolCallID: tc.id, Name: tc.name, Arguments: tc.args.String()}))
+		if complete && g.onToolCall != nil {
+			g.handedOver = true
+			g.onToolCall(i, tc.call())
+		}
 	}
 }
 
-// emitUsage reports the call's usage: the provider's when it sent it,
-// otherwise (a stopped or failed call ends before the usage chunk, and
-// some servers never send one) an estimate counted from the prompt and
-// the streamed text, marked estimated — never zeros for tokens that were
-// paid for.
-func (g *generation) emitUsage() {
+// usageSoFar is the attempt's usage: the provider's when it sent it, otherwise
+// (a stopped or failed call ends before the usage chunk, and some servers
+// never send one) an estimate counted from the prompt and the streamed
+// text, marked estimated — never zeros for tokens that were paid for.
+func (g *generation) usageSoFar() eventbus.Usage {
 	u := eventbus.Usage{TotalMS: time.Since(g.start).Milliseconds(), TTFTMS: g.ttft.Milliseconds()}
 	if g.usage != nil {
 		u.PromptTokens = g.usage.PromptTokens
@@ -373,7 +491,7 @@ func (g *generation) emitUsage() {
 	} else {
 		u.PromptTokens, u.CompletionTokens, u.Estimated = estimatePrompt(g.prompt), g.streamed.Tokens(), true
 	}
-	g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
+	return u
 }
 
 // perMessageTokens is what chat formats add around each message (role
@@ -393,17 +511,20 @@ func estimatePrompt(msgs []*schema.Message) int {
 	return c.Tokens() + perMessageTokens*len(msgs)
 }
 
-// fail turns a provider or cancellation error into the plugin's result,
-// after closing the blocks and reporting what usage is known.
-func (g *generation) fail(ctx context.Context, err error, model string) *pipeline.PluginError {
+// fail turns a provider or cancellation error into the attempt's result,
+// after closing the blocks; the usage is reported when the call was
+// stopped or had streamed.
+func (g *generation) fail(ctx context.Context, err error, model string) {
 	g.blocks.Close()
+	g.err = err
+	if g.status == eventbus.ModelCallCompleted {
+		g.status = eventbus.ModelCallFailed
+	}
 	if perr := pipeline.Canceled(ctx); perr != nil {
-		g.emitUsage()
-		return perr
+		g.reportUsage, g.retry, g.perr = true, false, perr
+		return
 	}
-	if g.blocks.Started() {
-		g.emitUsage()
-	}
+	g.reportUsage = g.blocks.Started()
 	code, msg, retryable := llm.Describe(err, model)
-	return &pipeline.PluginError{Code: code, Message: msg, Retryable: retryable, Err: err}
+	g.perr = &pipeline.PluginError{Code: code, Message: msg, Retryable: retryable, Err: err}
 }

@@ -51,7 +51,22 @@ type Env struct {
 	References *References
 	// CallID is the model's id of this tool call.
 	CallID string
+	// output streams a fragment of the call's output; nil = nowhere.
+	output func(text string)
 }
+
+// Output streams a fragment of the call's output to the user as the tool
+// produces it (tool_call.output.delta). The tool still returns its whole
+// output, which is what the model reads and tool_result carries. Safe
+// for concurrent use; a no-op where nothing streams.
+func (e *Env) Output(text string) {
+	if e.output != nil && text != "" {
+		e.output(text)
+	}
+}
+
+// StreamOutput sets where Output sends the call's output fragments.
+func (e *Env) StreamOutput(emit func(text string)) { e.output = emit }
 
 // NewEnv returns the environment of one call of a tool for the request cm
 // (copied, so that calls running concurrently never share its state).

@@ -109,6 +109,8 @@
         this.done = true;
         this.stage = '';
         break;
+      default: // tool calls and model-call attempts: tools.js
+        if (C.applyToolEvent) C.applyToolEvent(this, ev);
     }
     this.changed();
   };
@@ -146,7 +148,8 @@
     try {
       localStorage.setItem(this.snapshotKey(), JSON.stringify({
         v: 1, t: Date.now(), session: this.session, seq: this.seq, thinking: this.thinking,
-        answer: this.answer, refs: this.refs, rewritten: this.rewritten, error: this.error
+        answer: this.answer, refs: this.refs, rewritten: this.rewritten, error: this.error,
+        mark: this.attemptMark || null
       }));
     } catch (e) { /* storage full or disabled: a reload replays the stream from the start */ }
   };
@@ -168,6 +171,7 @@
     this.refs = s.refs || [];
     this.rewritten = s.rewritten || '';
     this.error = s.error || '';
+    this.attemptMark = s.mark || null; // a resumed attempt may still be withdrawn
     this.render();
     return true;
   };

@@ -156,10 +156,14 @@ func TestAgentToolCallThenAnswerStreamsInOrderWithPlacements(t *testing.T) {
 		"stream.started",
 		"stage:load_history:started", "stage:load_history:finished",
 		"stage:generate:started",
+		"model_call.started@1.0",
 		"thinking.start@1.0", "thinking.delta@1.0", "thinking.delta@1.0", "thinking.delta@1.0", "thinking.end@1.0",
 		"tool_call.start@1.1", "tool_call.delta@1.1", "tool_call.delta@1.1", "tool_call.delta@1.1", "tool_call.end@1.1",
+		"model_call.finished@1.0",
 		"references@1.1", "tool_result@1.1",
+		"model_call.started@2.0",
 		"answer.start@2.0", "answer.delta@2.0", "answer.delta@2.0", "answer.delta@2.0", "answer.end@2.0",
+		"model_call.finished@2.0",
 		"usage", "stage:generate:finished", "stream.finished",
 	}
 	if got := summary(evs, true); !slices.Equal(got, want) {

@@ -59,7 +59,8 @@ func (h *harness) as(key string) *harness {
 func intp(n int) *int { return &n }
 
 // newHarness starts a server whose "default" model is the fake provider
-// (no retries unless a test sets them); edits adjust the config first.
+// (no retries, before the first chunk or mid-stream, unless a test sets
+// them); edits adjust the config first.
 func newHarness(t *testing.T, edits ...func(*config.Config)) *harness {
 	t.Helper()
 	provider := providertest.New(t)
@@ -76,7 +77,8 @@ func baseConfig(t *testing.T, provider *providertest.Server) *config.Config {
 	cfg := config.Default()
 	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
 	cfg.Models = map[string]config.Model{
-		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0)},
+		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0),
+			StreamRetry: config.StreamRetry{Attempts: 1}},
 	}
 	cfg.DefaultMode = "chat" // these tests are about the engine; rag has tests of its own
 	return cfg

@@ -501,3 +501,37 @@ func TestOpenAIFilteredAnswerFinishesWithContentFilter(t *testing.T) {
 		t.Fatalf("stream: %v %+v", stream.Err(), acc.Choices)
 	}
 }
+
+// A streaming completion cannot take back what it sent, so it runs
+// without mid-stream retry and a broken provider stream fails it as
+// before; a whole completion retries and leaves the broken attempt out.
+func TestOpenAIMidStreamRetryOnlyForWholeCompletions(t *testing.T) {
+	h := newHarness(t, streamRetry(2))
+	client := h.openAIClient()
+	params := openai.ChatCompletionNewParams{Model: "chat", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("q")}}
+	broken := providertest.Script{Chunks: providertest.Content("Half an ans", 3), Drop: true}
+
+	h.provider.Enqueue(broken, providertest.Script{Chunks: providertest.Answer("A whole answer.", 2)})
+	c, err := client.Chat.Completions.New(ctxTimeout(t), params)
+	if err != nil || len(c.Choices) != 1 || c.Choices[0].Message.Content != "A whole answer." {
+		t.Fatalf("whole completion %+v, %v", c, err)
+	}
+	if n := len(h.provider.Requests()); n != 2 {
+		t.Fatalf("%d provider requests for a retried whole completion", n)
+	}
+
+	h.provider.Enqueue(broken, providertest.Script{Chunks: providertest.Answer("Never asked for.", 2)})
+	stream := client.Chat.Completions.NewStreaming(ctxTimeout(t), params)
+	var content strings.Builder
+	for stream.Next() {
+		if c := stream.Current(); len(c.Choices) > 0 {
+			content.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if stream.Err() == nil || content.String() != "Half an ans" {
+		t.Fatalf("streamed completion: content %q, err %v", content.String(), stream.Err())
+	}
+	if n := len(h.provider.Requests()); n != 3 {
+		t.Fatalf("%d provider requests: the streaming completion was retried mid-stream", n)
+	}
+}

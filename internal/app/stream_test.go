@@ -39,7 +39,7 @@ func TestAskStreamsThinkingAnswerAndEndAsTypedEvents(t *testing.T) {
 		}
 		order = append(order, string(e.Type))
 	}
-	want := "stream.started thinking.start thinking.end answer.start answer.end usage stream.finished"
+	want := "stream.started model_call.started thinking.start thinking.end answer.start answer.end usage model_call.finished stream.finished"
 	if got := strings.Join(order, " "); got != want {
 		t.Fatalf("event order\n got %s\nwant %s", got, want)
 	}

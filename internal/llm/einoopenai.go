@@ -156,7 +156,7 @@ func (e *einoOpenAI) readError(ctx context.Context, err error, streamed bool) er
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isNetError(err) {
 		return truncatedError(ctx, io.ErrUnexpectedEOF, streamed, e.host)
 	}
-	return &ProviderError{Host: e.host, Message: "the provider sent a malformed stream", Err: err}
+	return &ProviderError{Host: e.host, Message: "the provider sent a malformed stream", Malformed: true, Err: err}
 }
 
 // apiError converts the error types of eino-ext and its go-openai fork.

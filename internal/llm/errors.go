@@ -7,12 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/chatpipe/chatpipe/eventbus"
 )
 
 // ErrHeaderTimeout is the cause of a call whose provider sent no response
@@ -30,6 +33,7 @@ type ProviderError struct {
 	Retryable  bool          // a new attempt may succeed (429, 408, 409, 5xx, network errors)
 	RetryAfter time.Duration // from the Retry-After header; 0 when absent
 	Truncated  bool          // the stream ended before the answer was complete
+	Malformed  bool          // the provider sent a stream chunk that does not parse
 	Host       string        // host:port of the provider, for messages; never carries credentials
 	Err        error         // the underlying cause, if any
 }
@@ -65,6 +69,30 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 func IsRetryable(err error) bool {
 	var pe *ProviderError
 	return errors.As(err, &pe) && pe.Retryable
+}
+
+// MidStream classifies an error that ended a stream after it had
+// streamed output: the status its model_call.finished reports (timeout,
+// malformed or failed), and whether a new attempt may succeed — a
+// dropped connection, a stall past a deadline or a malformed chunk. A
+// cancellation (a stop, the run's own deadline) and an error object the
+// provider sent on purpose are final, except a timeout it reports.
+func MidStream(err error) (status string, retry bool) {
+	var pe *ProviderError
+	if !errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return eventbus.ModelCallFailed, false
+	}
+	var ne net.Error
+	switch {
+	case pe.Malformed:
+		return eventbus.ModelCallMalformed, true
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() ||
+		strings.Contains(strings.ToLower(pe.Type+" "+pe.Code), "timeout"):
+		return eventbus.ModelCallTimeout, true
+	case pe.Truncated:
+		return eventbus.ModelCallFailed, true
+	}
+	return eventbus.ModelCallFailed, false
 }
 
 // retryableStatus reports whether a request rejected with status may

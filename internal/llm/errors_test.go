@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chatpipe/chatpipe/eventbus"
 )
 
 func TestDescribe(t *testing.T) {
@@ -199,6 +201,29 @@ func TestHostOf(t *testing.T) {
 	} {
 		if got := hostOf(in); got != want {
 			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMidStreamClassifiesWhatANewAttemptMayFix(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		err    error
+		status string
+		retry  bool
+	}{
+		{"dropped connection", &ProviderError{Truncated: true, Err: io.ErrUnexpectedEOF}, eventbus.ModelCallFailed, true},
+		{"stalled read", &ProviderError{Truncated: true, Err: os.ErrDeadlineExceeded}, eventbus.ModelCallTimeout, true},
+		{"provider's timeout error", streamError("upstream timed out", "timeout", "", "h"), eventbus.ModelCallTimeout, true},
+		{"malformed chunk", &ProviderError{Malformed: true, Err: errors.New("bad json")}, eventbus.ModelCallMalformed, true},
+		{"provider's error object", streamError("overloaded", "server_error", "", "h"), eventbus.ModelCallFailed, false},
+		{"stopped", &ProviderError{Err: context.Canceled}, eventbus.ModelCallFailed, false},
+		{"run deadline", &ProviderError{Truncated: true, Err: context.DeadlineExceeded}, eventbus.ModelCallFailed, false},
+		{"not a provider error", errors.New("other"), eventbus.ModelCallFailed, false},
+	} {
+		status, retry := MidStream(c.err)
+		if status != c.status || retry != c.retry {
+			t.Errorf("%s: MidStream = %s, %v; want %s, %v", c.name, status, retry, c.status, c.retry)
 		}
 	}
 }

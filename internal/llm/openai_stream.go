@@ -86,7 +86,7 @@ func (p *producer) handle(d *chunkDecoder, c *chunk, payload []byte, partial boo
 		if partial {
 			return false
 		}
-		p.sw.Send(nil, &ProviderError{Host: p.host, Message: "the provider sent a malformed stream chunk", Err: err})
+		p.sw.Send(nil, &ProviderError{Host: p.host, Message: "the provider sent a malformed stream chunk", Malformed: true, Err: err})
 		return true
 	}
 	if c.err != nil {

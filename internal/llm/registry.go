@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,10 @@ const (
 	DefaultHeaderTimeout = 60 * time.Second
 	DefaultOllamaURL     = "http://localhost:11434"
 	maxRetries           = 10
+	// DefaultStreamAttempts is the attempts of a call whose stream breaks
+	// after partial output, the first included.
+	DefaultStreamAttempts = 2
+	maxStreamAttempts     = 5
 )
 
 // ErrUnknownModel is returned (wrapped) by Registry.ChatModel for a name
@@ -100,7 +105,8 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*pipeline.Ch
 	if timeout == 0 {
 		timeout = DefaultHeaderTimeout
 	}
-	cm := &pipeline.ChatModel{Name: name, Provider: provider, Retries: retries}
+	cm := &pipeline.ChatModel{Name: name, Provider: provider, Retries: retries,
+		StreamAttempts: cmp.Or(m.StreamRetry.Attempts, DefaultStreamAttempts)}
 	if m.Temperature != nil {
 		cm.Options = append(cm.Options, model.WithTemperature(*m.Temperature))
 	}
@@ -167,6 +173,9 @@ func checkCommon(key, provider string, m config.Model) error {
 	}
 	if m.Retries != nil && (*m.Retries < 0 || *m.Retries > maxRetries) {
 		return fmt.Errorf("%s.retries: must be between 0 and %d, got %d", key, maxRetries, *m.Retries)
+	}
+	if a := m.StreamRetry.Attempts; a < 0 || a > maxStreamAttempts {
+		return fmt.Errorf("%s.stream_retry.attempts: must be between 1 (off) and %d, got %d", key, maxStreamAttempts, a)
 	}
 	if m.Timeout < 0 {
 		return fmt.Errorf("%s.timeout: must not be negative", key)

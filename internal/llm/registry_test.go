@@ -47,6 +47,8 @@ func TestRegistryRejectsBadEntries(t *testing.T) {
 		{"negative max_tokens", openai(func(m *config.Model) { m.MaxTokens = -1 }), "models.x.max_tokens: must not be negative"},
 		{"negative retries", openai(func(m *config.Model) { m.Retries = ptr(-1) }), "models.x.retries: must be between 0 and 10"},
 		{"negative timeout", openai(func(m *config.Model) { m.Timeout = -time.Second }), "models.x.timeout: must not be negative"},
+		{"too many stream attempts", openai(func(m *config.Model) { m.StreamRetry.Attempts = 9 }),
+			"models.x.stream_retry.attempts: must be between 1 (off) and 5, got 9"},
 		{"ollama without model", config.Model{Provider: "ollama"}, "models.x.model: required for provider ollama"},
 		{"negative chunk_delay", config.Model{Provider: "demo", ChunkDelay: -1}, "models.x.chunk_delay: must not be negative"},
 	}
@@ -67,9 +69,10 @@ func TestRegistryBuildsModels(t *testing.T) {
 	t.Parallel()
 	srv := providertest.New(t)
 	r, err := NewRegistry(map[string]config.Model{
-		"demo":  {Provider: "demo", ChunkDelay: time.Millisecond},
-		"fast":  {Provider: "openai", BaseURL: srv.BaseURL() + "/", Model: "m", Temperature: ptr(float32(0.7)), MaxTokens: 256},
-		"eino":  {Provider: "openai", Client: "eino", BaseURL: srv.BaseURL(), Model: "m", Retries: ptr(0)},
+		"demo": {Provider: "demo", ChunkDelay: time.Millisecond},
+		"fast": {Provider: "openai", BaseURL: srv.BaseURL() + "/", Model: "m", Temperature: ptr(float32(0.7)), MaxTokens: 256},
+		"eino": {Provider: "openai", Client: "eino", BaseURL: srv.BaseURL(), Model: "m", Retries: ptr(0),
+			StreamRetry: config.StreamRetry{Attempts: 1}},
 		"local": {Provider: "ollama", Model: "llama3", Thinking: true},
 	}, RegistryOptions{HTTPClient: httpClient(t)})
 	if err != nil {
@@ -83,7 +86,8 @@ func TestRegistryBuildsModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fast.Name != "fast" || fast.Provider != "openai" || fast.Retries != DefaultRetries || len(fast.Options) != 2 {
+	if fast.Name != "fast" || fast.Provider != "openai" || fast.Retries != DefaultRetries ||
+		fast.StreamAttempts != DefaultStreamAttempts || len(fast.Options) != 2 {
 		t.Errorf("fast = %+v", fast)
 	}
 	if _, ok := fast.Model.(*OpenAI); !ok {
@@ -103,7 +107,7 @@ func TestRegistryBuildsModels(t *testing.T) {
 	}
 
 	eino, _ := r.ChatModel("eino")
-	if _, ok := eino.Model.(*einoOpenAI); !ok || eino.Retries != 0 {
+	if _, ok := eino.Model.(*einoOpenAI); !ok || eino.Retries != 0 || eino.StreamAttempts != 1 {
 		t.Errorf("eino = %T retries %d", eino.Model, eino.Retries)
 	}
 	local, _ := r.ChatModel("local")

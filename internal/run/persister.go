@@ -28,6 +28,10 @@ type persister struct {
 	every    int    // nudge the partial saver after this many deltas; 0 = never
 	nudge    func() // tells the partial saver this run is due; nil until it registers
 
+	// mark is where the answer and thinking stood when the current model
+	// call attempt started: an uncommitted attempt is cut back to it.
+	mark struct{ answer, thinking int }
+
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
@@ -44,7 +48,7 @@ type persister struct {
 // persistedTypes are the events the persister needs.
 var persistedTypes = []eventbus.Type{
 	eventbus.TypeAnswerDelta, eventbus.TypeThinkingStart, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
-	eventbus.TypeUsage, eventbus.TypeError,
+	eventbus.TypeUsage, eventbus.TypeError, eventbus.TypeModelCallStarted, eventbus.TypeModelCallFinished,
 	eventbus.TypeStage, eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd, eventbus.TypeToolResult,
 }
 
@@ -75,6 +79,14 @@ func (p *persister) handle(ev *eventbus.Event) {
 		p.mu.Lock()
 		p.record(ev)
 		p.mu.Unlock()
+	case eventbus.TypeModelCallStarted:
+		p.mu.Lock()
+		p.mark.answer, p.mark.thinking = p.answer.Len(), p.thinking.Len()
+		p.mu.Unlock()
+	case eventbus.TypeModelCallFinished:
+		if mc, ok := ev.Payload.(eventbus.ModelCall); ok && mc.Committed != nil && !*mc.Committed {
+			p.withdraw()
+		}
 	}
 }
 
@@ -118,6 +130,24 @@ func (p *persister) record(ev *eventbus.Event) {
 // call is the index of the tool call with this id, or -1.
 func (p *persister) call(id string) int {
 	return slices.IndexFunc(p.calls, func(c history.ToolCall) bool { return c.ID == id })
+}
+
+// withdraw drops the text of the model call attempt that was not
+// committed. The builders are replaced, not cut: the partial saver may
+// hold strings that share their memory.
+func (p *persister) withdraw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cut := func(b *strings.Builder, n int) {
+		if b.Len() > n {
+			s := b.String()[:n]
+			*b = strings.Builder{}
+			b.WriteString(s)
+			p.unsaved++
+		}
+	}
+	cut(&p.answer, p.mark.answer)
+	cut(&p.thinking, p.mark.thinking)
 }
 
 // newPersister returns a persister that nudges a partial saver every

@@ -20,6 +20,9 @@ type StatelessRequest struct {
 	Mode     string                    // "" = the default mode
 	History  []pipeline.HistoryMessage // earlier turns, oldest first
 	Question string
+	// NoStreamRetry turns mid-stream retry off (pipeline.ChatManage): the
+	// reader forwards output it cannot take back.
+	NoStreamRetry bool
 }
 
 // StartStateless starts a generation that persists nothing: no session, no
@@ -49,17 +52,18 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 	log := m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true))
 	r, runCtx, g, p := m.launch(info, setup, log, false)
 	cm := &pipeline.ChatManage{
-		TenantID:    tenant,
-		MessageID:   id,
-		Mode:        mode,
-		Query:       req.Question,
-		Emitter:     g,
-		Messages:    statelessHistory(req.History),
-		Models:      setup.Models,
-		Knowledge:   m.opts.Knowledge,
-		Approvals:   r.approvals,
-		Logger:      log,
-		RemoteTools: m.opts.RemoteTools,
+		TenantID:      tenant,
+		MessageID:     id,
+		Mode:          mode,
+		Query:         req.Question,
+		Emitter:       g,
+		Messages:      statelessHistory(req.History),
+		Models:        setup.Models,
+		Knowledge:     m.opts.Knowledge,
+		Approvals:     r.approvals,
+		Logger:        log,
+		RemoteTools:   m.opts.RemoteTools,
+		NoStreamRetry: req.NoStreamRetry,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
