@@ -144,3 +144,20 @@ func TestLeadIsTheFirstParagraphThatIsNoHeading(t *testing.T) {
 		t.Errorf("TitleText without a lead = %q, want the title", got)
 	}
 }
+
+func TestEmbeddingTextCarriesTheLeadUnlessTheChunkHoldsIt(t *testing.T) {
+	t.Parallel()
+	const lead = "fork - create a child process"
+	for _, tc := range []struct{ title, heading, content, want string }{
+		{"fork.2", "fork.2 > DESCRIPTION", "The child has its own PID.", "fork.2 > DESCRIPTION\n" + lead + "\n\nThe child has its own PID."},
+		{"fork.2", "", lead + "\n\nLIBRARY", "fork.2\n\n" + lead + "\n\nLIBRARY"},
+		{"", "", "The child has its own PID.", lead + "\n\nThe child has its own PID."},
+	} {
+		if got := embeddingText(tc.title, lead, tc.heading, tc.content); got != tc.want {
+			t.Errorf("embeddingText(%q, lead, %q, %q) = %q, want %q", tc.title, tc.heading, tc.content, got, tc.want)
+		}
+	}
+	if got, want := embeddingText("Guide", "", "Install", "Run it."), "Guide > Install\n\nRun it."; got != want {
+		t.Errorf("without a lead: %q, want %q", got, want)
+	}
+}
