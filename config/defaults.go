@@ -123,8 +123,8 @@ func builtinDefaults() map[string]any {
 			"search": map[string]any{
 				"top_k":          20,
 				"keyword_weight": 1.0,
-				"vector_weight":  0.5,
-				"rrf_k":          10,
+				"vector_weight":  0.2,
+				"rrf_k":          5,
 			},
 			"ingest": map[string]any{
 				"workers":          2,

@@ -126,8 +126,9 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 	warning := ""
 	if embed && len(chunks) > 0 {
 		texts := make([]string, len(chunks))
+		lead := Lead(doc.Content)
 		for i, c := range chunks {
-			texts[i] = embeddingText(doc.Title, c.Heading, c.Content)
+			texts[i] = embeddingText(doc.Title, lead, c.Heading, c.Content)
 		}
 		vecs, err := s.embed(ctx, texts, embedRetries, report.embedded)
 		switch {
@@ -166,9 +167,10 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 }
 
 // embeddingText is what is embedded for a chunk: the chunk under its
-// document title and heading path, so a passage that only says "run it
-// with go run" still carries what "it" is.
-func embeddingText(title, heading, content string) string {
+// document title and heading path, and its document's lead (see Lead)
+// unless the chunk holds it, so a passage that only says "run it with go
+// run" still carries what "it" is and what the document is about.
+func embeddingText(title, lead, heading, content string) string {
 	header := title
 	switch {
 	case heading == "":
@@ -176,6 +178,9 @@ func embeddingText(title, heading, content string) string {
 		header = heading
 	default:
 		header = title + " > " + heading
+	}
+	if lead != "" && !strings.Contains(content, lead) {
+		header = strings.TrimPrefix(header+"\n"+lead, "\n")
 	}
 	if header == "" {
 		return content

@@ -67,19 +67,19 @@ func TestTerms(t *testing.T) {
 	}{
 		{"Hello, World!", []string{"hello", "world"}},
 		{"Last-Event-ID v2.5", []string{"last", "event", "id", "v2", "5"}},
-		{"知识库", []string{"知识", "识库"}},
+		{"知识库", []string{"知", "知识", "识", "识库", "库"}},
 		{"库", []string{"库"}},
-		{"用 Last-Event-ID 重新连接", []string{"用", "last", "event", "id", "重新", "新连", "连接"}},
-		{"中文English混合", []string{"中文", "english", "混合"}},
-		{"ひらがなカタカナ", []string{"ひら", "らが", "がな", "なカ", "カタ", "タカ", "カナ"}},
-		{"한국어", []string{"한국", "국어"}},
+		{"用 Last-Event-ID 重新连接", []string{"用", "last", "event", "id", "重", "重新", "新", "新连", "连", "连接", "接"}},
+		{"中文English混合", []string{"中", "中文", "文", "english", "混", "混合", "合"}},
+		{"ひらがな", []string{"ひ", "ひら", "ら", "らが", "が", "がな", "な"}},
+		{"한국어", []string{"한", "한국", "국", "국어", "어"}},
 		{"Ünïcödé ÉCOLE", []string{"unicod", "ecol"}},
 		{"Items returned, returns", []string{"item", "return", "return"}},
 		{"utf8 x86", []string{"utf8", "x86"}},
-		{"文件系\n统", []string{"文件", "件系", "系统"}},         // a line wrap inside a word
-		{"称为   分区", []string{"称为", "为分", "分区"}},        // justification spaces
-		{"文件\n\n系统", []string{"文件", "系统"}},             // a paragraph break is no wrap
-		{"系统 Linux 内核", []string{"系统", "linux", "内核"}}, // other words still separate
+		{"文件系\n统", []string{"文", "文件", "件", "件系", "系", "系统", "统"}},         // a line wrap inside a word
+		{"称为   分区", []string{"称", "称为", "为", "为分", "分", "分区", "区"}},        // justification spaces
+		{"文件\n\n系统", []string{"文", "文件", "件", "系", "系统", "统"}},             // a paragraph break is no wrap
+		{"系统 Linux 内核", []string{"系", "系统", "统", "linux", "内", "内核", "核"}}, // other words still separate
 		{"🚀 ?!。，", nil},
 		{"", nil},
 	} {
@@ -87,7 +87,7 @@ func TestTerms(t *testing.T) {
 			t.Errorf("Terms(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if got := IndexText("Hello 知识库"); got != "hello 知识 识库" {
+	if got := IndexText("Hello 知识库"); got != "hello 知 知识 识 识库 库" {
 		t.Errorf("IndexText = %q", got)
 	}
 }
@@ -106,5 +106,58 @@ func TestQueryTermsDropStopWordsDeduplicateAndCap(t *testing.T) {
 	}
 	if got := QueryTerms(long); len(got) != maxQueryTerms {
 		t.Errorf("%d terms, want the cap %d", len(got), maxQueryTerms)
+	}
+}
+
+func TestWordQueryTermsLeaveOutTheCharactersOfLongerRuns(t *testing.T) {
+	t.Parallel()
+	if got, want := WordQueryTerms("怎么取消 the 生成。库"), []string{"怎么", "么取", "取消", "生成", "库"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("WordQueryTerms = %q, want %q", got, want)
+	}
+	if got, want := QueryTerms("取消。库"), []string{"取", "取消", "消", "库"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("QueryTerms = %q, want %q", got, want)
+	}
+}
+
+func TestLeadIsTheFirstParagraphThatIsNoHeading(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 100)
+	for _, tc := range []struct{ in, want string }{
+		{"# fork.2\nfork - create a child process\n\n## LIBRARY\n\nStandard C library", "fork - create a child process"},
+		{"# 标题\n\n## 概述\nls - 列出目录内容\n第二行\n\n## 描述", "ls - 列出目录内容\n第二行"},
+		{"First line\nsecond line\n# Heading\nbody", "First line\nsecond line"},
+		{"#include <stdio.h>\nint main", "#include <stdio.h>\nint main"},
+		{"# Only headings\n\n## Here\n", ""},
+		{"", ""},
+		{long, strings.TrimSpace(long[:maxLeadBytes])},
+		{strings.Repeat("长", 200), strings.Repeat("长", maxLeadBytes/3)},
+		{"# Title\n\n" + strings.Repeat(" \n", LeadWindow) + "too far", ""},
+	} {
+		if got := Lead(tc.in); got != tc.want {
+			t.Errorf("Lead(%.40q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got, want := TitleText("fork.2", "fork - create a child process"), "fork.2\nfork - create a child process"; got != want {
+		t.Errorf("TitleText = %q, want %q", got, want)
+	}
+	if got := TitleText("Notes", "# Notes"); got != "Notes" {
+		t.Errorf("TitleText without a lead = %q, want the title", got)
+	}
+}
+
+func TestEmbeddingTextCarriesTheLeadUnlessTheChunkHoldsIt(t *testing.T) {
+	t.Parallel()
+	const lead = "fork - create a child process"
+	for _, tc := range []struct{ title, heading, content, want string }{
+		{"fork.2", "fork.2 > DESCRIPTION", "The child has its own PID.", "fork.2 > DESCRIPTION\n" + lead + "\n\nThe child has its own PID."},
+		{"fork.2", "", lead + "\n\nLIBRARY", "fork.2\n\n" + lead + "\n\nLIBRARY"},
+		{"", "", "The child has its own PID.", lead + "\n\nThe child has its own PID."},
+	} {
+		if got := embeddingText(tc.title, lead, tc.heading, tc.content); got != tc.want {
+			t.Errorf("embeddingText(%q, lead, %q, %q) = %q, want %q", tc.title, tc.heading, tc.content, got, tc.want)
+		}
+	}
+	if got, want := embeddingText("Guide", "", "Install", "Run it."), "Guide > Install\n\nRun it."; got != want {
+		t.Errorf("without a lead: %q, want %q", got, want)
 	}
 }

@@ -62,6 +62,21 @@ var keywordTests = []test{
 		}
 	}},
 
+	{"ALeadWordFindsEveryChunkOfItsDocument", func(t *testing.T, s knowledge.Store) {
+		// The document's lead (knowledge.Lead) is indexed with each of its
+		// chunks, weighing more than a chunk's own text.
+		addParagraphs(t, s, "zebra", "Notes", "zebra - a striped animal of the savanna",
+			"grazing habits and herd size", "predators and lifespan")
+		addParagraphs(t, s, "cattle", "Farming", "cattle on farms", "the herd size of a dairy farm and its grazing")
+		if hits := keyword(t, s, "striped", 10); len(hits) != 3 || docIDs(hits)[0] != "zebra" {
+			t.Errorf("KeywordSearch(striped) = %v, want the three chunks of zebra", chunkIDs(hits))
+		}
+		hits := keyword(t, s, "zebra herd", 10)
+		if len(hits) < 2 || hits[0].ChunkID != chunkID("zebra", 1) {
+			t.Errorf("KeywordSearch(zebra herd) = %v, want %s first (its lead says zebra)", chunkIDs(hits), chunkID("zebra", 1))
+		}
+	}},
+
 	{"HitsCarryTheirChunkAndDocument", func(t *testing.T, s knowledge.Store) {
 		doc, chunks := newDoc("d1", "Guide", "intro text", "the install steps")
 		chunks[1].Heading = "Guide > Install"

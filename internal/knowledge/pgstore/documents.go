@@ -136,7 +136,7 @@ func (s *Store) recordDims(ctx context.Context, tx pgx.Tx, chunks []knowledge.Ch
 // insertChunks inserts the chunks with their terms in one round trip and
 // returns their seqs, in order.
 func insertChunks(ctx context.Context, tx pgx.Tx, doc knowledge.Document, chunks []knowledge.Chunk) ([]int64, error) {
-	title := indexText(doc.Title)
+	title := indexText(knowledge.TitleText(doc.Title, doc.Content))
 	batch := &pgx.Batch{}
 	for _, c := range chunks {
 		var embedding any // NULL
@@ -145,9 +145,9 @@ func insertChunks(ctx context.Context, tx pgx.Tx, doc knowledge.Document, chunks
 		}
 		batch.Queue(`INSERT INTO knowledge_chunks
 			(id, document_id, tenant_id, idx, heading, content, tokens, terms, embedding, page)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, to_tsvector('simple', $8), $9, $10) RETURNING seq`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, `+termsSQL("$8", "$11")+`, $9, $10) RETURNING seq`,
 			c.ID, doc.ID, doc.TenantID, c.Index, c.Heading, c.Content, c.Tokens,
-			title+" "+indexText(c.Heading)+" "+indexText(c.Content), embedding, c.Page)
+			title, embedding, c.Page, indexText(c.Heading)+" "+indexText(c.Content))
 	}
 	results := tx.SendBatch(ctx, batch)
 	seqs := make([]int64, len(chunks))

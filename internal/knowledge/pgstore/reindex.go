@@ -24,29 +24,42 @@ func reindexTerms(ctx context.Context, pool *pgxpool.Pool) (n int, err error) {
 		if version == knowledge.TermsVersion {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT c.seq, d.title, c.heading, c.content
-			FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id ORDER BY c.seq`)
+		// Each document's title field, computed once: its lead needs only
+		// the start of its text.
+		titles := make(map[string]string)
+		var id, title, start string
+		rows, err := tx.Query(ctx, `SELECT id, title, substr(content, 1, $1) FROM knowledge_documents`, knowledge.LeadWindow)
+		if err != nil {
+			return err
+		}
+		if _, err := pgx.ForEachRow(rows, []any{&id, &title, &start}, func() error {
+			titles[id] = indexText(knowledge.TitleText(title, start))
+			return nil
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT seq, document_id, heading, content FROM knowledge_chunks ORDER BY seq`)
 		if err != nil {
 			return err
 		}
 		type entry struct {
-			seq   int64
-			terms string
+			seq           int64
+			title, others string
 		}
 		var entries []entry
 		var (
-			seq                  int64
-			title, heading, body string
+			seq                     int64
+			document, heading, body string
 		)
-		if _, err := pgx.ForEachRow(rows, []any{&seq, &title, &heading, &body}, func() error {
-			entries = append(entries, entry{seq, indexText(title) + " " + indexText(heading) + " " + indexText(body)})
+		if _, err := pgx.ForEachRow(rows, []any{&seq, &document, &heading, &body}, func() error {
+			entries = append(entries, entry{seq, titles[document], indexText(heading) + " " + indexText(body)})
 			return nil
 		}); err != nil {
 			return err
 		}
 		batch := &pgx.Batch{}
 		for _, e := range entries {
-			batch.Queue(`UPDATE knowledge_chunks SET terms = to_tsvector('simple', $1) WHERE seq = $2`, e.terms, e.seq)
+			batch.Queue(`UPDATE knowledge_chunks SET terms = `+termsSQL("$2", "$3")+` WHERE seq = $1`, e.seq, e.title, e.others)
 		}
 		batch.Queue(`UPDATE knowledge_state SET terms_version = $1 WHERE id = 1`, knowledge.TermsVersion)
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {

@@ -108,7 +108,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 	}
 	defer insTerms.Close()
 
-	title := knowledge.IndexText(doc.Title)
+	title := knowledge.IndexText(knowledge.TitleText(doc.Title, doc.Content))
 	seqs := make([]int64, len(chunks))
 	for i, c := range chunks {
 		var blob []byte

@@ -31,19 +31,37 @@ func reindexTerms(ctx context.Context, db *sql.DB) (n int, err error) {
 	if version == knowledge.TermsVersion {
 		return 0, tx.Rollback()
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT c.seq, d.title, c.heading, c.content
-		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id ORDER BY c.seq`)
+	// Each document's title field, computed once: its lead needs only the
+	// start of its text.
+	titles := make(map[string]string)
+	docRows, err := tx.QueryContext(ctx, `SELECT id, title, substr(content, 1, ?) FROM knowledge_documents`, knowledge.LeadWindow)
+	if err != nil {
+		return 0, err
+	}
+	for docRows.Next() {
+		var id, title, start string
+		if err := docRows.Scan(&id, &title, &start); err != nil {
+			docRows.Close()
+			return 0, err
+		}
+		titles[id] = knowledge.IndexText(knowledge.TitleText(title, start))
+	}
+	docRows.Close()
+	if err := docRows.Err(); err != nil {
+		return 0, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, document_id, heading, content FROM knowledge_chunks ORDER BY seq`)
 	if err != nil {
 		return 0, err
 	}
 	type entry struct {
-		seq                  int64
-		title, heading, body string
+		seq                     int64
+		document, heading, body string
 	}
 	var entries []entry
 	for rows.Next() {
 		var e entry
-		if err := rows.Scan(&e.seq, &e.title, &e.heading, &e.body); err != nil {
+		if err := rows.Scan(&e.seq, &e.document, &e.heading, &e.body); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -62,7 +80,7 @@ func reindexTerms(ctx context.Context, db *sql.DB) (n int, err error) {
 	}
 	defer ins.Close()
 	for _, e := range entries {
-		if _, err := ins.ExecContext(ctx, e.seq, knowledge.IndexText(e.title), knowledge.IndexText(e.heading),
+		if _, err := ins.ExecContext(ctx, e.seq, titles[e.document], knowledge.IndexText(e.heading),
 			knowledge.IndexText(e.body)); err != nil {
 			return 0, fmt.Errorf("index chunk %d: %w", e.seq, err)
 		}
