@@ -286,7 +286,7 @@ func builtinDefaults() map[string]any {
 				"max_tokens": 4000,
 				"timeout":    "2m",
 				"prompt":     DefaultResearchSubPrompt,
-				"agent":      map[string]any{"max_cycles": 4, "force_tool": "knowledge_search"},
+				"agent":      map[string]any{"max_cycles": 4},
 			},
 			"research_report": map[string]any{
 				"model":               "default",
