@@ -103,6 +103,7 @@ func TestLoadWithoutDefaultFileRunsOnBuiltinDefaults(t *testing.T) {
 			"rag":   {"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
 			"chat":  {"load_history", "chat_completion_stream"},
 			"agent": {"load_history", "agent_loop"},
+			"research": {"load_history", "research_plan", "research_run", "research_report"},
 		}},
 		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000}},
 		{"plugins.rewrite.model", cfg.Plugins["rewrite"]["model"], "default"},
