@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -81,11 +80,9 @@ const clarifyMarker = "CLARIFY:"
 // OnEvent implements pipeline.Plugin.
 func (p *ResearchPlan) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline.ChatManage,
 	next func() *pipeline.PluginError) *pipeline.PluginError {
-	name := cmp.Or(cm.Model, p.cfg.Model)
-	m, err := cm.Models.ChatModel(name)
-	if err != nil {
-		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
-			"The chat model %q is not configured; check config.yaml.", name)
+	m, perr := chatModel(cm, p.cfg.Model)
+	if perr != nil {
+		return perr
 	}
 	st := researchOf(cm)
 	mayClarify := p.cfg.Clarify

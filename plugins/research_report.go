@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -75,11 +74,9 @@ func (p *ResearchReport) ModelName() string { return p.cfg.Model }
 // OnEvent implements pipeline.Plugin.
 func (p *ResearchReport) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline.ChatManage,
 	next func() *pipeline.PluginError) *pipeline.PluginError {
-	name := cmp.Or(cm.Model, p.cfg.Model)
-	m, err := cm.Models.ChatModel(name)
-	if err != nil {
-		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
-			"The chat model %q is not configured; check config.yaml.", name)
+	m, perr := chatModel(cm, p.cfg.Model)
+	if perr != nil {
+		return perr
 	}
 	st := researchOf(cm)
 	c := compile(st.findings)
@@ -99,7 +96,7 @@ func (p *ResearchReport) OnEvent(ctx context.Context, _ pipeline.EventType, cm *
 	}
 	out := cm.Emitter
 	cm.Emitter = usageSink{out, st}
-	_, perr := p.gen.GenerateTurn(ctx, cm, m, msgs, TurnOptions{})
+	_, perr = p.gen.GenerateTurn(ctx, cm, m, msgs, TurnOptions{})
 	cm.Emitter = out
 	if perr == nil {
 		if note := p.missing(st.findings); note != "" {
