@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -438,4 +439,51 @@ func countSubStarts(evs []event) int {
 		}
 	}
 	return n
+}
+
+// Cutting the connection after every k-th event of a live research answer
+// and resuming after the last event read yields exactly the stream a full
+// replay gives: the interleaved sub-researchers' events, origins included,
+// with no gap and no duplicate.
+func TestResearchResumeMidStreamAtEveryKthEventReproducesTheNestedStream(t *testing.T) {
+	for _, k := range []int{1, 3, 7} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			f := newResearchFake()
+			h := researchHarness(t, f)
+			slow := f.respond
+			h.provider.SetResponder(func(r providertest.Request) providertest.Script {
+				sc := slow(r)
+				sc.Delay = time.Millisecond // still streaming while the test cuts and resumes
+				return sc
+			})
+			s := h.ask(h.createResearchSession(), "How are fruits grown?")
+			id := s.messageID()
+			var got []event
+			rd := s
+			for done := false; !done; {
+				for range k {
+					e, ok := rd.next()
+					if !ok {
+						t.Fatalf("stream ended without stream.finished after %d events", len(got))
+					}
+					got = append(got, e)
+					if done = e.Type == eventbus.TypeStreamFinished; done {
+						break
+					}
+				}
+				rd.close()
+				if !done {
+					rd = h.open("GET", "/api/v1/streams/"+id, "", "Last-Event-ID", got[len(got)-1].ID)
+				}
+			}
+			checkSeqs(t, got, 1)
+			if fin := finished(t, got); fin.Status != eventbus.StatusCompleted {
+				t.Fatalf("finished = %+v", fin)
+			}
+			if len(byOrigin(got)) != 5 {
+				t.Fatalf("origins %v", slices.Collect(maps.Keys(byOrigin(got))))
+			}
+			sameEvents(t, got, h.open("GET", "/api/v1/streams/"+id, "").all())
+		})
+	}
 }
