@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/citation"
@@ -37,6 +38,9 @@ type research struct {
 	questions []string // the plan's sub-questions
 	findings  []finding
 
+	start time.Time     // when the research began
+	ttft  time.Duration // from start to the report's first token (0 = none yet)
+
 	mu    sync.Mutex
 	usage eventbus.Usage // every model call of the plan and the sub-researchers
 }
@@ -46,7 +50,7 @@ func researchOf(cm *pipeline.ChatManage) *research {
 	if st, ok := cm.Value(researchKey{}).(*research); ok {
 		return st
 	}
-	st := &research{question: cm.SearchQuery()}
+	st := &research{question: cm.SearchQuery(), start: time.Now()}
 	cm.SetValue(researchKey{}, st)
 	return st
 }
@@ -60,10 +64,16 @@ func (st *research) addUsage(u eventbus.Usage) {
 	st.usage.Estimated = st.usage.Estimated || u.Estimated
 }
 
+// totalUsage is the usage of the whole research: every model call's
+// tokens, the time since it began, and the time to the report's first
+// token.
 func (st *research) totalUsage() eventbus.Usage {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.usage
+	u := st.usage
+	u.TotalMS = time.Since(st.start).Milliseconds()
+	u.TTFTMS = st.ttft.Milliseconds()
+	return u
 }
 
 // finding is what one sub-researcher found.
@@ -318,8 +328,9 @@ func emitRootAnswer(out eventbus.Emitter, text string) {
 	out.Emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
 }
 
-// usageSink passes events on, except the usage of the model call it
-// wraps, which it adds to the research's total instead.
+// usageSink passes the report call's events on, except its usage, which
+// it adds to the research's total instead, and notes when the report's
+// first token came.
 type usageSink struct {
 	eventbus.Emitter
 	st *research
@@ -329,6 +340,13 @@ func (u usageSink) Emit(ev eventbus.Event) {
 	if p, ok := ev.Payload.(eventbus.Usage); ok && ev.Type == eventbus.TypeUsage && !ev.IsSub() {
 		u.st.addUsage(p)
 		return
+	}
+	if ev.Type.IsText() {
+		u.st.mu.Lock()
+		if u.st.ttft == 0 {
+			u.st.ttft = max(time.Since(u.st.start), time.Nanosecond)
+		}
+		u.st.mu.Unlock()
 	}
 	u.Emitter.Emit(ev)
 }
