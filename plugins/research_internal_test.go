@@ -66,3 +66,35 @@ func TestCompileUnitesReferencesUnderOneNumbering(t *testing.T) {
 		t.Fatalf("texts = %q, want %q", c.texts, want)
 	}
 }
+
+// A subagent's subagent adds its hop after its parent's; the parent keeps
+// only its own answer text, and closes the blocks it left open.
+func TestOriginEmitterNestsHopsAndClosesOpenBlocks(t *testing.T) {
+	var got []eventbus.Event
+	rec := eventbus.EmitterFunc(func(ev eventbus.Event) { got = append(got, ev) })
+	st := &research{}
+	outer := newOriginEmitter(rec, st, eventbus.Hop{Agent: AgentSub, ID: "sub1", Index: 1})
+	inner := newOriginEmitter(outer, st, eventbus.Hop{Agent: AgentSub, ID: "sub2", Index: 2})
+	inner.Emit(eventbus.Delta(eventbus.TypeAnswerDelta, "inner"))
+	outer.Emit(eventbus.Event{Type: eventbus.TypeAnswerStart})
+	outer.Emit(eventbus.Delta(eventbus.TypeAnswerDelta, "outer"))
+	outer.Emit(eventbus.Of(eventbus.TypeToolCallStart, eventbus.ToolCall{ToolCallID: "c1", Name: "t"}))
+	outer.closeOpen()
+
+	if len(got[0].Origin) != 2 || got[0].Origin[0].ID != "sub1" || got[0].Origin[1].ID != "sub2" || got[0].Origin[1].Index != 2 {
+		t.Fatalf("nested origin = %+v", got[0].Origin)
+	}
+	if text, _ := outer.result(); text != "outer" {
+		t.Fatalf("outer answer = %q", text)
+	}
+	var tail []eventbus.Type
+	for _, ev := range got[4:] {
+		tail = append(tail, ev.Type)
+		if len(ev.Origin) != 1 || ev.Origin[0].ID != "sub1" {
+			t.Fatalf("closing event %s has origin %+v", ev.Type, ev.Origin)
+		}
+	}
+	if !slices.Equal(tail, []eventbus.Type{eventbus.TypeAnswerEnd, eventbus.TypeToolCallEnd}) {
+		t.Fatalf("closing events = %v", tail)
+	}
+}
