@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -17,11 +18,11 @@ func TestWebPageRendersResearchPlanNestedSubagentsAndReport(t *testing.T) {
 	f := newResearchFake()
 	f.hold = providertest.NewGate()
 	defer f.hold.Release()
-	h := researchHarness(t, f)
+	// The default mode, so the page picks it without racing its own start-up.
+	h := researchHarness(t, f, func(c *config.Config) { c.DefaultMode = "research" })
 
 	b.do("open the page", chromedp.Navigate(h.url("/")), chromedp.WaitVisible(chromedp.CSS("#question")))
-	b.waitJS("the research mode", `[...document.querySelectorAll('#mode option')].some(o => o.value === 'research')`)
-	b.do("choose research", chromedp.SetValue(chromedp.CSS("#mode"), "research"))
+	b.waitJS("the research mode", `document.querySelector('#mode').value === 'research'`)
 	b.ask("How are fruits grown?")
 
 	// While the sub-researchers are held mid-call: the plan and three live blocks.
