@@ -61,6 +61,37 @@ const DefaultAgentPrompt = "You are a helpful assistant that can use tools. " +
 const DefaultAgentReminder = "Reminder: answer the question \"{question}\" with what the tools found. " +
 	"Cite the passages you use by their number, like [1]. Call a tool again only if you still need information."
 
+// DefaultResearchPlanPrompt is research_plan's prompt used when
+// config.yaml sets none: {question} is the research request, {min} and
+// {max} bound the sub-questions, {clarify} is the clarify instruction
+// when a clarifying question may be asked.
+const DefaultResearchPlanPrompt = "Plan the research of the request below: break it into {min} to {max} " +
+	"sub-questions that can each be researched on its own and together answer it. " +
+	"Reply with the sub-questions only, one per line, numbered 1., 2., 3. {clarify}\n\n" +
+	"Request: {question}"
+
+// DefaultResearchClarifyInstruction replaces {clarify} in research_plan's
+// prompt when it may ask back.
+const DefaultResearchClarifyInstruction = "If the request is too ambiguous to research, reply instead with one line: " +
+	"CLARIFY: followed by one short question that would remove the ambiguity."
+
+// DefaultResearchSubPrompt is the question research_run's sub-researchers
+// get: {question} is their sub-question, {request} the whole request.
+const DefaultResearchSubPrompt = "You research one sub-question of the request \"{request}\".\n" +
+	"Sub-question: {question}\n" +
+	"Search the knowledge base, then answer the sub-question in a few sentences, citing the passages you use."
+
+// DefaultResearchReportPrompt is research_report's prompt used when
+// config.yaml sets none.
+const DefaultResearchReportPrompt = "Write a research report that answers the request below from the findings " +
+	"of the sub-researchers. Cite sources by their number in square brackets, like [1] or [1][3]; " +
+	"cite only numbers listed under Sources. Where a sub-question has no findings, say what is missing.\n\n" +
+	"Request: {question}\n\nFindings:\n{findings}\n\nSources:\n{sources}"
+
+// DefaultResearchMissingNote ends a research report when sub-researchers
+// failed; {questions} lists their sub-questions and why.
+const DefaultResearchMissingNote = "Not covered, because its research failed: {questions}."
+
 // builtinDefaults is the configuration chatpipe runs on with no config.yaml,
 // written as the YAML would be. It is rebuilt on every call so that no two
 // snapshots share a slice or map. config.yaml at the repository root must
@@ -178,9 +209,10 @@ func builtinDefaults() map[string]any {
 		},
 		"default_mode": "rag",
 		"pipelines": map[string]any{
-			"rag":   []any{"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
-			"chat":  []any{"load_history", "chat_completion_stream"},
-			"agent": []any{"load_history", "agent_loop"},
+			"rag":      []any{"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
+			"chat":     []any{"load_history", "chat_completion_stream"},
+			"agent":    []any{"load_history", "agent_loop"},
+			"research": []any{"load_history", "research_plan", "research_run", "research_report"},
 		},
 		"plugins": map[string]any{
 			"load_history": map[string]any{
@@ -248,6 +280,31 @@ func builtinDefaults() map[string]any {
 				"reminder":         DefaultAgentReminder,
 				"text_tool_calls":  true,
 				"tools":            []any{"knowledge_search", "fetch_document"},
+			},
+			"research_plan": map[string]any{
+				"model":                "default",
+				"think_tags":           true,
+				"prompt":               DefaultResearchPlanPrompt,
+				"min_questions":        3,
+				"max_questions":        6,
+				"clarify":              false,
+				"clarify_instruction":  DefaultResearchClarifyInstruction,
+				"clarification_prefix": "Before I research this: ",
+			},
+			"research_run": map[string]any{
+				"width":      3,
+				"max_tokens": 4000,
+				"timeout":    "2m",
+				"prompt":     DefaultResearchSubPrompt,
+				"agent":      map[string]any{"max_cycles": 4},
+			},
+			"research_report": map[string]any{
+				"model":               "default",
+				"think_tags":          true,
+				"system_prompt":       DefaultSystemPrompt,
+				"prompt":              DefaultResearchReportPrompt,
+				"max_findings_tokens": 3000,
+				"missing_note":        DefaultResearchMissingNote,
 			},
 		},
 	}

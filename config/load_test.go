@@ -100,9 +100,10 @@ func TestLoadWithoutDefaultFileRunsOnBuiltinDefaults(t *testing.T) {
 		{"models", cfg.Models, map[string]Model{"default": {Provider: "demo", ChunkDelay: 30 * time.Millisecond}}},
 		{"default_mode", cfg.DefaultMode, "rag"},
 		{"pipelines", cfg.Pipelines, map[string][]any{
-			"rag":   {"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
-			"chat":  {"load_history", "chat_completion_stream"},
-			"agent": {"load_history", "agent_loop"},
+			"rag":      {"load_history", "rewrite", "search", "rerank", "merge", "chat_completion_stream"},
+			"chat":     {"load_history", "chat_completion_stream"},
+			"agent":    {"load_history", "agent_loop"},
+			"research": {"load_history", "research_plan", "research_run", "research_report"},
 		}},
 		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000, "tool_calls": false}},
 		{"plugins.rewrite.model", cfg.Plugins["rewrite"]["model"], "default"},

@@ -62,7 +62,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"no pipelines", func(c *Config) { c.Pipelines = nil }, "pipelines", "at least one"},
 		{"empty pipeline", func(c *Config) { c.Pipelines["chat"] = []any{} }, "pipelines.chat", "at least one plugin"},
 		{"bad pipeline entry", func(c *Config) { c.Pipelines["chat"] = []any{"load_history", 7} }, "pipelines.chat[1]", entryShape},
-		{"default mode missing", func(c *Config) { c.DefaultMode = "research" }, "default_mode", `"research" has no pipeline (pipelines: agent, chat, rag)`},
+		{"default mode missing", func(c *Config) { c.DefaultMode = "poetry" }, "default_mode", `"poetry" has no pipeline (pipelines: agent, chat, rag, research)`},
 		{"default mode empty", func(c *Config) { c.DefaultMode = "" }, "default_mode", ""},
 	}
 	for _, tc := range cases {
@@ -195,11 +195,11 @@ func TestChainRejectsBadEntries(t *testing.T) {
 
 func TestChainUnknownMode(t *testing.T) {
 	t.Parallel()
-	_, err := Default().Chain("research")
+	_, err := Default().Chain("poetry")
 	if !errors.Is(err, ErrUnknownMode) {
 		t.Fatalf("error %v is not ErrUnknownMode", err)
 	}
-	if want := "pipelines.research: no such chat mode (modes: agent, chat, rag)"; err.Error() != want {
+	if want := "pipelines.poetry: no such chat mode (modes: agent, chat, rag, research)"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}
 }

@@ -169,7 +169,7 @@ func TestWatchKeepsTheOldConfigWhenTheNewOneIsBad(t *testing.T) {
 		{"invalid value", "log:\n  level: loud\n", "log.level"},
 		{"bad duration", "stream:\n  heartbeat: often\n", "stream.heartbeat"},
 		{"yaml syntax", "server: [\n", "config.yaml"},
-		{"dangling default mode", "default_mode: research\n", "default_mode"},
+		{"dangling default mode", "default_mode: poetry\n", "default_mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,17 @@ const (
 	// TypeToolCallOutputDelta is a fragment of a running tool's output,
 	// before its tool_result (which carries the whole output).
 	TypeToolCallOutputDelta Type = "tool_call.output.delta"
+	// Research mode (plugins research_plan, research_run, research_report).
+	// Events of the planner's model call carry origin [{agent: plan}]; every
+	// event of a sub-researcher carries origin [{agent: sub, id, index}].
+	// TypeResearchPlan lists the sub-questions the research will answer,
+	// or, when the request was ambiguous, the clarifying question asked
+	// instead.
+	TypeResearchPlan Type = "research.plan"
+	// TypeResearchSubagent reports a sub-researcher's progress: started,
+	// then finished or failed, with its question (carries the origin of
+	// the sub-researcher it is about).
+	TypeResearchSubagent Type = "research.subagent"
 )
 
 // AllTypes lists the built-in types, in wire-contract order.
@@ -67,6 +78,7 @@ var AllTypes = []Type{
 	TypeToolCallStart, TypeToolCallDelta, TypeToolCallEnd, TypeToolResult,
 	TypeToolCallApprovalRequest, TypeToolCallApprovalDecision,
 	TypeModelCallStarted, TypeModelCallFinished, TypeToolCallOutputDelta,
+	TypeResearchPlan, TypeResearchSubagent,
 	TypeUsage, TypeError, TypeStreamFinished,
 }
 
@@ -97,9 +109,24 @@ type Event struct {
 	StreamID  string
 	Time      int64 // unix milliseconds
 	Placement *Placement
-	Text      string
-	Payload   Payload
+	// Origin, set on the events of a subagent, is the chain of agents that
+	// emitted it, from the outermost in: a frontend nests and collapses
+	// the events by it. Empty for the main answer's events. Hops are
+	// shared between events: never modify one in place.
+	Origin  []Hop
+	Text    string
+	Payload Payload
 }
+
+// Hop is one agent of an event's origin chain.
+type Hop struct {
+	Agent string `json:"agent"`           // the kind of agent: plan, sub
+	ID    string `json:"id,omitempty"`    // unique on the stream
+	Index int    `json:"index,omitempty"` // its position among its siblings, from 1
+}
+
+// IsSub reports whether ev was emitted by a subagent (it has an origin).
+func (ev *Event) IsSub() bool { return len(ev.Origin) > 0 }
 
 // Placement locates an event in multi-model or agent runs.
 type Placement struct {
@@ -288,6 +315,28 @@ func (ModelCall) isPayload()      {}
 func (ToolOutput) isPayload()     {}
 func (Error) isPayload()          {}
 func (Finished) isPayload()       {}
+
+// ResearchPlan is the payload of research.plan.
+type ResearchPlan struct {
+	// Questions are the sub-questions, in order; the sub-researcher of
+	// Questions[i] has origin index i+1.
+	Questions []string `json:"questions,omitempty"`
+	// Clarification, when set, is the question asked back instead of a
+	// plan; the user's next message answers it.
+	Clarification string `json:"clarification,omitempty"`
+}
+
+// ResearchSubagent is the payload of research.subagent.
+type ResearchSubagent struct {
+	Question string `json:"question"`
+	Status   string `json:"status"`           // started, finished or failed
+	Detail   string `json:"detail,omitempty"` // e.g. "2 model calls, 1 tool call", or why it failed
+	// References counts the passages it found (finished only).
+	References int `json:"references,omitempty"`
+}
+
+func (ResearchPlan) isPayload()     {}
+func (ResearchSubagent) isPayload() {}
 
 // IsText reports whether t carries its content in Event.Text.
 func (t Type) IsText() bool {

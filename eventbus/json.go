@@ -28,6 +28,9 @@ func AppendJSON(dst []byte, ev *Event) ([]byte, error) {
 		dst = append(dst, `,"placement":`...)
 		dst = append(dst, p...)
 	}
+	if len(ev.Origin) > 0 {
+		dst = appendOrigin(dst, ev.Origin)
+	}
 	if ev.Type.IsText() {
 		if ev.Text != "" || ev.Type == TypeThinkingDelta || ev.Type == TypeAnswerDelta {
 			dst = append(dst, `,"content":`...)
@@ -54,6 +57,29 @@ func AppendJSON(dst []byte, ev *Event) ([]byte, error) {
 		dst = append(dst, body[1:len(body)-1]...)
 	}
 	return append(dst, '}'), nil
+}
+
+// appendOrigin appends the origin chain by hand: every event of a
+// subagent carries it, its deltas included.
+func appendOrigin(dst []byte, hops []Hop) []byte {
+	dst = append(dst, `,"origin":[`...)
+	for i, h := range hops {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"agent":`...)
+		dst = AppendString(dst, h.Agent)
+		if h.ID != "" {
+			dst = append(dst, `,"id":`...)
+			dst = AppendString(dst, h.ID)
+		}
+		if h.Index != 0 {
+			dst = append(dst, `,"index":`...)
+			dst = strconv.AppendInt(dst, int64(h.Index), 10)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
 }
 
 const hexDigits = "0123456789abcdef"
@@ -116,6 +142,7 @@ type envelope struct {
 	StreamID  string     `json:"stream_id"`
 	TS        int64      `json:"ts"`
 	Placement *Placement `json:"placement"`
+	Origin    []Hop      `json:"origin"`
 	Content   string     `json:"content"`
 }
 
@@ -126,7 +153,8 @@ func Decode(data []byte) (Event, error) {
 	if err := json.Unmarshal(data, &env); err != nil {
 		return Event{}, fmt.Errorf("eventbus: decode event: %w", err)
 	}
-	ev := Event{Type: env.Type, Seq: env.Seq, StreamID: env.StreamID, Time: env.TS, Placement: env.Placement}
+	ev := Event{Type: env.Type, Seq: env.Seq, StreamID: env.StreamID, Time: env.TS, Placement: env.Placement,
+		Origin: env.Origin}
 	if env.Type.IsText() {
 		ev.Text = env.Content
 		return ev, nil
@@ -157,11 +185,15 @@ func Decode(data []byte) (Event, error) {
 		ev.Payload, err = decodeAs[Error](data)
 	case TypeStreamFinished:
 		ev.Payload, err = decodeAs[Finished](data)
+	case TypeResearchPlan:
+		ev.Payload, err = decodeAs[ResearchPlan](data)
+	case TypeResearchSubagent:
+		ev.Payload, err = decodeAs[ResearchSubagent](data)
 	case TypeResyncRequired:
 	default:
 		var m map[string]any
 		err = json.Unmarshal(data, &m)
-		for _, k := range []string{"seq", "type", "stream_id", "ts", "placement"} {
+		for _, k := range []string{"seq", "type", "stream_id", "ts", "placement", "origin"} {
 			delete(m, k)
 		}
 		ev.Payload = Custom{Value: m}

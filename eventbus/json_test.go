@@ -3,6 +3,7 @@ package eventbus
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -62,6 +63,14 @@ func TestEventRoundTrip(t *testing.T) {
 		{Type: TypeStreamFinished, Payload: Finished{Status: StatusStopped, Reason: "user", MessageID: "m"}},
 		{Type: TypeAnswerDelta, Text: "x", Placement: &Placement{Model: "a", Turn: 1, Tab: 2}},
 		{Type: "custom.thing", Payload: Custom{Value: map[string]any{"k": "v"}}},
+		{Type: TypeAnswerDelta, Text: "sub", Origin: []Hop{{Agent: "sub", ID: "s\"1", Index: 2}}},
+		{Type: TypeToolResult, Payload: ToolResult{ToolCallID: "c1", Output: "ok", Status: "completed"},
+			Placement: &Placement{Turn: 1, Tab: 1}, Origin: []Hop{{Agent: "sub", ID: "a", Index: 1}, {Agent: "sub", ID: "b", Index: 3}}},
+		{Type: TypeResearchPlan, Payload: ResearchPlan{Questions: []string{"a?", "b?"}}, Origin: []Hop{{Agent: "plan"}}},
+		{Type: TypeResearchPlan, Payload: ResearchPlan{Clarification: "which one?"}},
+		{Type: TypeResearchSubagent, Payload: ResearchSubagent{Question: "a?", Status: "finished", Detail: "d", References: 2},
+			Origin: []Hop{{Agent: "sub", ID: "x", Index: 1}}},
+		{Type: "custom.nested", Payload: Custom{Value: map[string]any{"k": "v"}}, Origin: []Hop{{Agent: "sub", Index: 1}}},
 	}
 	for i, ev := range events {
 		ev.Seq, ev.StreamID, ev.Time = int64(i+1), "stream-1", 1700000000000
@@ -93,6 +102,22 @@ func TestDeltaAlwaysCarriesContent(t *testing.T) {
 	_ = json.Unmarshal(data, &obj)
 	if _, ok := obj["content"]; !ok {
 		t.Fatalf("answer.delta without content field: %s", data)
+	}
+}
+
+// The origin chain is written exactly as the wire contract shows it, and
+// only when there is one.
+func TestOriginEncoding(t *testing.T) {
+	ev := Event{Type: TypeAnswerDelta, Seq: 3, StreamID: "s", Text: "x",
+		Origin: []Hop{{Agent: "sub", ID: "r1", Index: 2}, {Agent: "plan"}}}
+	data, _ := AppendJSON(nil, &ev)
+	want := `{"seq":3,"type":"answer.delta","stream_id":"s","ts":0,"origin":[{"agent":"sub","id":"r1","index":2},{"agent":"plan"}],"content":"x"}`
+	if string(data) != want {
+		t.Fatalf("got  %s\nwant %s", data, want)
+	}
+	ev.Origin = nil
+	if data, _ := AppendJSON(nil, &ev); strings.Contains(string(data), "origin") {
+		t.Fatalf("an event without origin names one: %s", data)
 	}
 }
 

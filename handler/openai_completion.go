@@ -113,6 +113,9 @@ func newCompletionBuilder(streamID, model string, tags bool) *completionBuilder 
 }
 
 func (b *completionBuilder) apply(ev eventbus.Event) {
+	if ev.IsSub() {
+		return // a subagent's work (research mode) is not part of the completion
+	}
 	switch ev.Type {
 	case eventbus.TypeThinkingStart:
 		b.thinkFirst = true

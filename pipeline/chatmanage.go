@@ -66,7 +66,23 @@ type ChatManage struct {
 
 	stage   *stageState
 	nextCtx context.Context // set by SetNextContext for the next call of next()
+	values  map[any]any     // set by SetValue
 }
+
+// SetValue keeps v under key for the later plugins of this request, as
+// gin's c.Set does: plugins that work as one (research_plan, research_run,
+// research_report) hand their results on this way. Use a key of an
+// unexported type of the plugin's package, so keys never collide. Not
+// safe for concurrent use: a plugin sets values from its own goroutine.
+func (cm *ChatManage) SetValue(key, v any) {
+	if cm.values == nil {
+		cm.values = map[any]any{}
+	}
+	cm.values[key] = v
+}
+
+// Value returns what SetValue kept under key, or nil.
+func (cm *ChatManage) Value(key any) any { return cm.values[key] }
 
 // SearchQuery is the question retrieval should use: the rewritten one when
 // a rewrite happened.

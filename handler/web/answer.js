@@ -23,7 +23,9 @@
     search: 'Searching the knowledge base…',
     rerank: 'Ranking the passages…',
     merge: 'Selecting the passages…',
-    generate: 'Writing the answer…'
+    generate: 'Writing the answer…',
+    plan: 'Planning the research…', // research mode (research.js)
+    research: 'Researching…'
   };
 
   function el(tag, cls, text) {
@@ -76,6 +78,13 @@
     if (typeof ev.seq === 'number') {
       if (ev.seq <= this.seq) return;
       this.seq = ev.seq;
+    }
+    // research.js: a subagent's events (they carry an origin) and the plan
+    // go to the nested research blocks, never into the answer.
+    if ((ev.origin && ev.origin.length) || ev.type === 'research.plan') {
+      if (C.ResearchView) (this.research || (this.research = new C.ResearchView(this))).apply(ev);
+      this.changed();
+      return;
     }
     switch (ev.type) {
       case 'stage':
@@ -202,6 +211,7 @@
     this.answerEl.innerHTML = md.render(this.answer, { refCount: maxIndex(this.refs), refPrefix: 'ref-' + (this.id || 'new') });
     this.renderRefs();
     this.renderMeta();
+    if (this.research) this.research.render(); // research.js
   };
 
   AnswerView.prototype.renderRefs = function () {

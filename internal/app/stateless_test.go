@@ -196,7 +196,7 @@ func TestModesListsTheConfiguredModes(t *testing.T) {
 	if code := h.call("GET", "/api/v1/modes", "", &out); code != http.StatusOK {
 		t.Fatalf("modes: %d", code)
 	}
-	if strings.Join(out.Modes, ",") != "agent,chat,rag" || out.Default != "chat" {
+	if strings.Join(out.Modes, ",") != "agent,chat,rag,research" || out.Default != "chat" {
 		t.Fatalf("modes = %+v", out)
 	}
 }

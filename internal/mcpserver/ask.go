@@ -140,6 +140,9 @@ func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *ru
 
 // add folds one event in and notes what progress should say about it.
 func (f *answerFold) add(ev eventbus.Event, note *strings.Builder) {
+	if ev.IsSub() {
+		return // a subagent's work (research mode) is not the answer
+	}
 	switch p := ev.Payload.(type) {
 	case eventbus.Stage:
 		if p.Status == eventbus.StageStarted {

@@ -82,6 +82,9 @@ type openBlocks struct {
 }
 
 func (o *openBlocks) track(ev *eventbus.Event) {
+	if ev.IsSub() {
+		return // a subagent's blocks are its runner's to close (research_run does)
+	}
 	switch ev.Type {
 	case eventbus.TypeThinkingStart:
 		o.thinking, o.thinkSeen = 1, false

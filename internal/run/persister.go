@@ -53,6 +53,9 @@ var persistedTypes = []eventbus.Type{
 }
 
 func (p *persister) handle(ev *eventbus.Event) {
+	if ev.IsSub() {
+		return // a subagent's output is on the stream; the message is the main answer
+	}
 	if p.model != "" && (ev.Placement == nil || ev.Placement.Model != p.model) {
 		return
 	}
