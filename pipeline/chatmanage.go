@@ -144,9 +144,10 @@ type HistoryToolCall struct {
 type MessageReader interface {
 	// Branch returns the messages before the question `before` on its
 	// branch of the session's tree — from the first question down to the
-	// answer it follows — oldest first. Other branches (regenerated
-	// answers, edited questions) are not in it.
-	Branch(ctx context.Context, sessionID, before string) ([]HistoryMessage, error)
+	// answer it follows — oldest first; limit > 0 keeps only the newest
+	// limit. Other branches (regenerated answers, edited questions) are
+	// not in it.
+	Branch(ctx context.Context, sessionID, before string, limit int) ([]HistoryMessage, error)
 }
 
 // ChatModel is a configured chat model: an eino model plus the call options

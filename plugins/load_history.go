@@ -80,12 +80,13 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 // it: alternating roles, the newest max_rounds rounds, each answer's text
 // per historyText and its tool calls when configured.
 func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) ([]pipeline.HistoryMessage, error) {
-	branch, err := cm.Messages.Branch(ctx, cm.SessionID, cm.UserMessageID)
+	limit := 2 * p.cfg.MaxRounds
+	branch, err := cm.Messages.Branch(ctx, cm.SessionID, cm.UserMessageID, limit)
 	if err != nil {
 		return nil, err
 	}
 	msgs := alternateRoles(branch)
-	if limit := 2 * p.cfg.MaxRounds; len(msgs) > limit {
+	if len(msgs) > limit {
 		msgs = msgs[len(msgs)-limit:]
 	}
 	for i := range msgs {

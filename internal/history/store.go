@@ -175,9 +175,10 @@ type Store interface {
 	StartAnswer(ctx context.Context, sessionID, parentID, assistantID string) (Message, error)
 	// Branch returns the messages from the root of the session's tree down
 	// to leafID, root first ("" = the session's current leaf; none when the
-	// session has no message). ErrNotFound for an unknown session or a
-	// leafID that is not a message of the session.
-	Branch(ctx context.Context, sessionID, leafID string) ([]Message, error)
+	// session has no message); limit > 0 keeps only the newest limit of
+	// them (those nearest the leaf), and reads no more. ErrNotFound for an
+	// unknown session or a leafID that is not a message of the session.
+	Branch(ctx context.Context, sessionID, leafID string, limit int) ([]Message, error)
 	// SetCurrentLeaf switches the branch the session shows and answers.
 	// ErrNotFound for an unknown session or a leafID that is not a message
 	// of the session. It does not touch UpdatedAt.

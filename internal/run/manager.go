@@ -635,8 +635,11 @@ type messageReader struct{ store history.Store }
 
 // Branch implements pipeline.MessageReader: the store's branch ending at
 // the question, less the question.
-func (r messageReader) Branch(ctx context.Context, sessionID, before string) ([]pipeline.HistoryMessage, error) {
-	msgs, err := r.store.Branch(ctx, sessionID, before)
+func (r messageReader) Branch(ctx context.Context, sessionID, before string, limit int) ([]pipeline.HistoryMessage, error) {
+	if limit > 0 {
+		limit++ // the question itself, left out below
+	}
+	msgs, err := r.store.Branch(ctx, sessionID, before, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,10 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 type statelessHistory []pipeline.HistoryMessage
 
 // Branch implements pipeline.MessageReader.
-func (h statelessHistory) Branch(context.Context, string, string) ([]pipeline.HistoryMessage, error) {
+func (h statelessHistory) Branch(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
+	if limit > 0 && len(h) > limit {
+		h = h[len(h)-limit:]
+	}
 	out := make([]pipeline.HistoryMessage, 0, len(h))
 	for _, m := range h {
 		if m.Status == "" {

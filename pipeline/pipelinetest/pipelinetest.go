@@ -260,6 +260,9 @@ func (r *Recorder) Events() []eventbus.Event {
 // history serves fixed messages to load_history.
 type history []pipeline.HistoryMessage
 
-func (h history) Branch(context.Context, string, string) ([]pipeline.HistoryMessage, error) {
+func (h history) Branch(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
+	if limit > 0 && len(h) > limit {
+		return h[len(h)-limit:], nil
+	}
 	return h, nil
 }

@@ -1,6 +1,7 @@
 package historytest
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -69,5 +70,43 @@ func turn(b *testing.B, s history.Store, sessionID string, i int) {
 	}
 	if err := s.FinishMessage(b.Context(), aid, benchFinal); err != nil {
 		b.Error(err)
+	}
+}
+
+// BenchBranch measures reading the branch load_history sends (Branch
+// ending at the newest answer) in a session of 100 turns where every
+// tenth question was also edited once, so the branch (200 messages) is a
+// part of the session (220 messages).
+func BenchBranch(b *testing.B, open func(b *testing.B) history.Store) {
+	s := benchStore(b, open, 1)
+	leaf := ""
+	for i := range 100 {
+		turn(b, s, "s0", i)
+		leaf = fmt.Sprintf("a%d", i)
+		if i%10 == 0 && i > 0 {
+			prev := fmt.Sprintf("a%d", i-1)
+			eu, ea := fmt.Sprintf("eu%d", i), fmt.Sprintf("ea%d", i)
+			if _, _, err := s.StartTurn(b.Context(), "s0", history.Message{ID: eu, ParentID: prev, Content: "edited"}, ea); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.FinishMessage(b.Context(), ea, benchFinal); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.SetCurrentLeaf(b.Context(), "s0", leaf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, limit := range []int{0, 11} { // all; what load_history reads by default (5 rounds and the question)
+		b.Run(fmt.Sprint("limit=", limit), func(b *testing.B) {
+			want := cmp.Or(limit, 200)
+			b.ReportAllocs()
+			for b.Loop() {
+				msgs, err := s.Branch(b.Context(), "s0", leaf, limit)
+				if err != nil || len(msgs) != want {
+					b.Fatalf("Branch: %d messages, %v; want %d", len(msgs), err, want)
+				}
+			}
+		})
 	}
 }

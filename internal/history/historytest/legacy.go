@@ -57,7 +57,7 @@ func CheckLegacyChain(t *testing.T, s history.Store) {
 	if got := getSession(t, s, "empty").CurrentLeaf; got != "" {
 		t.Errorf("migrated empty session's current leaf = %q, want none", got)
 	}
-	msgs, err := s.Branch(t.Context(), "old", "")
+	msgs, err := s.Branch(t.Context(), "old", "", 0)
 	want := strings.Join(slicesWithout(ids, "a3x"), " ")
 	if got := strings.Join(messageIDs(msgs), " "); err != nil || got != want {
 		t.Errorf("migrated branch = %q, %v; want %q", got, err, want)

@@ -32,6 +32,12 @@ var treeTests = []test{
 		}
 		wantBranch(t, s, "s1", "", []string{"u1", "a1", "u2", "a2"})
 		wantBranch(t, s, "s1", "u2", []string{"u1", "a1", "u2"})
+		for limit, want := range map[int][]string{1: {"a2"}, 3: {"a1", "u2", "a2"}, 4: {"u1", "a1", "u2", "a2"}, 9: {"u1", "a1", "u2", "a2"}} {
+			msgs, err := s.Branch(t.Context(), "s1", "", limit)
+			if got := messageIDs(msgs); err != nil || !slices.Equal(got, want) {
+				t.Errorf("Branch with limit %d = %v, %v; want %v", limit, got, err, want)
+			}
+		}
 	}},
 	{"StartAnswerAddsASiblingAndMovesTheLeaf", func(t *testing.T, s history.Store) {
 		createSession(t, s, "s1")
@@ -135,9 +141,9 @@ var treeTests = []test{
 		wantErr(t, "SetCurrentLeaf to another session's message", s.SetCurrentLeaf(t.Context(), "s1", "b1"), history.ErrNotFound)
 		wantErr(t, "SetCurrentLeaf to a missing message", s.SetCurrentLeaf(t.Context(), "s1", "missing"), history.ErrNotFound)
 		wantErr(t, "SetCurrentLeaf of an unknown session", s.SetCurrentLeaf(t.Context(), "nope", "a1"), history.ErrNotFound)
-		_, err = s.Branch(t.Context(), "s1", "b1")
+		_, err = s.Branch(t.Context(), "s1", "b1", 0)
 		wantErr(t, "Branch to another session's message", err, history.ErrNotFound)
-		_, err = s.Branch(t.Context(), "nope", "")
+		_, err = s.Branch(t.Context(), "nope", "", 0)
 		wantErr(t, "Branch of an unknown session", err, history.ErrNotFound)
 
 		msgs, _ := s.ListMessages(t.Context(), "s1")
@@ -164,7 +170,7 @@ var treeTests = []test{
 		if got.Model != "big" || !reflectEqual(got.Record, rec) {
 			t.Fatalf("saved model %q, record %+v; want big, %+v", got.Model, got.Record, rec)
 		}
-		b, err := s.Branch(t.Context(), "s1", "a1")
+		b, err := s.Branch(t.Context(), "s1", "a1", 0)
 		if err != nil || len(b) != 2 || b[1].ID != a.ID || !reflectEqual(b[1].Record, rec) || b[1].Model != "big" {
 			t.Fatalf("Branch = %+v, %v", b, err)
 		}
@@ -235,7 +241,7 @@ var titleTests = []test{
 
 func wantBranch(t *testing.T, s history.Store, sessionID, leaf string, want []string) {
 	t.Helper()
-	msgs, err := s.Branch(t.Context(), sessionID, leaf)
+	msgs, err := s.Branch(t.Context(), sessionID, leaf, 0)
 	wantNonNil(t, "Branch", msgs, err)
 	if got := messageIDs(msgs); err != nil || !slices.Equal(got, want) && len(got)+len(want) > 0 {
 		t.Fatalf("Branch(%q, %q) = %v, %v; want %v", sessionID, leaf, got, err, want)

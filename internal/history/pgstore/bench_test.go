@@ -13,3 +13,8 @@ import (
 func BenchmarkStartTurnFinishMessage(b *testing.B) {
 	historytest.BenchTurns(b, func(b *testing.B) history.Store { return openSchema(b, pgdbtest.NewSchema(b)) })
 }
+
+// BenchmarkBranch measures the history read of a long session's turn.
+func BenchmarkBranch(b *testing.B) {
+	historytest.BenchBranch(b, func(b *testing.B) history.Store { return openSchema(b, pgdbtest.NewSchema(b)) })
+}

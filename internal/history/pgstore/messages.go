@@ -183,15 +183,15 @@ func (s *Store) StartAnswer(ctx context.Context, sessionID, parentID, assistantI
 
 // Branch implements history.Store. Every message was saved after its
 // parent, so seq orders a branch root first.
-func (s *Store) Branch(ctx context.Context, sessionID, leafID string) ([]history.Message, error) {
-	msgs, err := s.queryMessages(ctx, sessionID, `WITH RECURSIVE branch (id) AS (
-			SELECT CASE WHEN $2 = '' THEN NULLIF(current_leaf, '') ELSE $2 END FROM sessions WHERE id = $1
+func (s *Store) Branch(ctx context.Context, sessionID, leafID string, limit int) ([]history.Message, error) {
+	msgs, err := s.queryMessages(ctx, sessionID, `WITH RECURSIVE branch (id, depth) AS (
+			SELECT CASE WHEN $2 = '' THEN NULLIF(current_leaf, '') ELSE $2 END, 1 FROM sessions WHERE id = $1
 			UNION ALL
-			SELECT m.parent_id FROM messages AS m JOIN branch AS b ON m.id = b.id
-			WHERE m.session_id = $1 AND m.parent_id IS NOT NULL
+			SELECT m.parent_id, b.depth + 1 FROM branch AS b JOIN messages AS m ON m.id = b.id
+			WHERE m.session_id = $1 AND m.parent_id IS NOT NULL AND ($3::int <= 0 OR b.depth < $3::int)
 		)
 		SELECT `+messageColumns+` FROM messages
-		WHERE session_id = $1 AND id IN (SELECT id FROM branch) ORDER BY seq`, sessionID, cleanText(leafID))
+		WHERE session_id = $1 AND id IN (SELECT id FROM branch) ORDER BY seq`, sessionID, cleanText(leafID), limit)
 	if err == nil && len(msgs) == 0 && leafID != "" {
 		err = fmt.Errorf("message %q: %w", leafID, history.ErrNotFound)
 	}

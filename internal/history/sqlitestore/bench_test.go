@@ -20,3 +20,15 @@ func BenchmarkStartTurnFinishMessage(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkBranch measures the history read of a long session's turn.
+func BenchmarkBranch(b *testing.B) {
+	historytest.BenchBranch(b, func(b *testing.B) history.Store {
+		s, err := Open(b.Context(), filepath.Join(b.TempDir(), "history.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -154,15 +154,15 @@ func (s *Store) StartAnswer(ctx context.Context, sessionID, parentID, assistantI
 
 // Branch implements history.Store. Every message was saved after its
 // parent, so seq orders a branch root first.
-func (s *Store) Branch(ctx context.Context, sessionID, leafID string) ([]history.Message, error) {
-	msgs, err := s.branch(ctx, sessionID, leafID)
+func (s *Store) Branch(ctx context.Context, sessionID, leafID string, limit int) ([]history.Message, error) {
+	msgs, err := s.branch(ctx, sessionID, leafID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: branch of session %q: %w", sessionID, err)
 	}
 	return msgs, nil
 }
 
-func (s *Store) branch(ctx context.Context, sessionID, leafID string) ([]history.Message, error) {
+func (s *Store) branch(ctx context.Context, sessionID, leafID string, limit int) ([]history.Message, error) {
 	if leafID == "" {
 		sess, err := s.GetSession(ctx, sessionID)
 		if err != nil {
@@ -173,12 +173,15 @@ func (s *Store) branch(ctx context.Context, sessionID, leafID string) ([]history
 		}
 		leafID = sess.CurrentLeaf
 	}
-	msgs, err := s.queryMessages(ctx, sessionID, `WITH RECURSIVE branch (id) AS (
-			SELECT id FROM messages WHERE id = ?1 AND session_id = ?2
+	// CROSS JOIN keeps the one-row step on the outside, so each step is
+	// one lookup by id rather than a scan of the session.
+	msgs, err := s.queryMessages(ctx, sessionID, `WITH RECURSIVE branch (id, depth) AS (
+			SELECT id, 1 FROM messages WHERE id = ?1 AND session_id = ?2
 			UNION ALL
-			SELECT m.parent_id FROM messages AS m JOIN branch AS b ON m.id = b.id WHERE m.parent_id IS NOT NULL
+			SELECT m.parent_id, b.depth + 1 FROM branch AS b CROSS JOIN messages AS m ON m.id = b.id
+			WHERE m.parent_id IS NOT NULL AND (?3 <= 0 OR b.depth < ?3)
 		)
-		SELECT `+messageColumns+` FROM messages WHERE id IN (SELECT id FROM branch) ORDER BY seq`, leafID, sessionID)
+		SELECT `+messageColumns+` FROM messages WHERE id IN (SELECT id FROM branch) ORDER BY seq`, leafID, sessionID, limit)
 	if err == nil && len(msgs) == 0 {
 		err = fmt.Errorf("message %q: %w", leafID, history.ErrNotFound)
 	}
