@@ -26,13 +26,13 @@ func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "return policy", 10); err != nil || len(hits) != 0 {
+	if hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "return policy", 10); err != nil || len(hits) != 0 {
 		t.Fatalf("before re-indexing, KeywordSearch = %+v, %v; want nothing (the old terms are unstemmed)", hits, err)
 	}
 	s.Close()
 
 	s = openSchema(t, schema)
-	hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "return policy", 10)
+	hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "return policy", 10)
 	if err != nil || len(hits) != 1 || hits[0].Title != "Returns" {
 		t.Fatalf("after reopening, KeywordSearch(return policy) = %+v, %v; want Returns", hits, err)
 	}
