@@ -12,13 +12,12 @@ import (
 )
 
 // The benchmarks run on knowledgetest.ScaleCorpus: 500 documents of 20
-// sections, each section a paragraph that fits a chunk (10,000 chunks),
-// one section in five in Chinese.
+// sections, one section in five in Chinese, ingested through the chunker
+// (about 12,000 chunks: some sections take two).
 
 const benchDims = 512
 
-// benchCorpus is the 10,000-chunk corpus as Markdown files, and its
-// queries.
+// benchCorpus is the corpus as Markdown files, and its queries.
 type benchCorpus struct {
 	docs    []string
 	queries []string
