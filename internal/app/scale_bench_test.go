@@ -19,7 +19,9 @@ import (
 // run into the server's SQLite file before it starts: the rag run's time
 // minus the chat run's is what searching 100,000 chunks adds to the first
 // answer byte. Each question is one of the corpus's queries, in a new
-// session.
+// session. The last run adds 200 shared chunks first (as the default
+// configuration shares the sample documents): own and shared chunks are
+// ranked by one query.
 //
 //	go test -run '^$' -bench TimeToFirstAnswerByte100kChunks -benchtime 300x ./internal/app/
 func BenchmarkTimeToFirstAnswerByte100kChunks(b *testing.B) {
@@ -39,8 +41,8 @@ func BenchmarkTimeToFirstAnswerByte100kChunks(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv, _ := benchApp(b, cfg, &http.Client{Transport: &http.Transport{}})
-	for _, mode := range []string{"chat", "rag"} {
-		b.Run("chatpipe-"+mode, func(b *testing.B) {
+	run := func(name, mode string) {
+		b.Run(name, func(b *testing.B) {
 			client := &http.Client{Transport: &http.Transport{}}
 			var durations []time.Duration
 			i := 0
@@ -68,4 +70,19 @@ func BenchmarkTimeToFirstAnswerByte100kChunks(b *testing.B) {
 			b.ReportMetric(pct(0.99), "p99-ms")
 		})
 	}
+	run("chatpipe-chat", "chat")
+	run("chatpipe-rag", "rag")
+	// As deployed by default, where the sample documents are shared: 200
+	// shared chunks besides the 100,000, searched in the same query.
+	store, err = ksqlite.Open(context.Background(), cfg.Storage.SQLite.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := knowledgetest.NewScaleCorpus(10, 20).Load(context.Background(), store, knowledge.SharedTenant, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		b.Fatal(err)
+	}
+	run("chatpipe-rag-with-shared", "rag")
 }

@@ -3,9 +3,6 @@ package knowledge_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,88 +11,23 @@ import (
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
-// The benchmarks run on a synthetic bilingual corpus: documents of 20
-// sections, each section one paragraph that fits a chunk (so 500
-// documents are 10,000 chunks), words drawn with a Zipf distribution from
-// a 5,000-word vocabulary, one section in five in Chinese.
+// The benchmarks run on knowledgetest.ScaleCorpus: 500 documents of 20
+// sections, one section in five in Chinese, ingested through the chunker
+// (about 12,000 chunks: some sections take two).
 
-const (
-	benchSections  = 20
-	benchDocuments = 500 // × benchSections = 10,000 chunks
-	benchDims      = 512
-)
+const benchDims = 512
 
+// benchCorpus is the corpus as Markdown files, and its queries.
 type benchCorpus struct {
 	docs    []string
 	queries []string
 }
 
 func newBenchCorpus() benchCorpus {
-	rng := rand.New(rand.NewPCG(7, 11))
-	syllables := strings.Fields("ka lo mi ren tu sa vel dor pi an eth or ul zim bra que nox tal fen gor")
-	vocab := make([]string, 5000)
-	for i := range vocab {
-		var b strings.Builder
-		for n, k := 2+i%3, i; n > 0; n-- {
-			b.WriteString(syllables[k%len(syllables)])
-			k = k/len(syllables) + n*7
-		}
-		vocab[i] = fmt.Sprintf("%s%d", b.String(), i%97)
-	}
-	han := make([]rune, 1500)
-	for i := range han {
-		han[i] = rune(0x4E00 + rng.IntN(0x5000))
-	}
-	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
-	hanZipf := rand.NewZipf(rng, 1.05, 2, uint64(len(han)-1))
-	english := func(words int) string {
-		var b strings.Builder
-		for i := range words {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(vocab[zipf.Uint64()])
-			if i%12 == 11 {
-				b.WriteByte('.')
-			}
-		}
-		return b.String() + "."
-	}
-	chinese := func(chars int) string {
-		var b strings.Builder
-		for i := range chars {
-			b.WriteRune(han[hanZipf.Uint64()])
-			if i%20 == 19 {
-				b.WriteString("。")
-			}
-		}
-		return b.String() + "。"
-	}
-	var c benchCorpus
-	for d := range benchDocuments {
-		var b strings.Builder
-		fmt.Fprintf(&b, "# Document %d\n\n", d)
-		for s := range benchSections {
-			fmt.Fprintf(&b, "## Section %d.%d\n\n", d, s)
-			if s%5 == 4 {
-				b.WriteString(chinese(150 + rng.IntN(100)))
-			} else {
-				b.WriteString(english(60 + rng.IntN(40)))
-			}
-			b.WriteString("\n\n")
-		}
-		c.docs = append(c.docs, b.String())
-	}
-	for q := range 500 {
-		if q%5 == 4 {
-			c.queries = append(c.queries, chinese(4+rng.IntN(6)))
-			continue
-		}
-		words := []string{"how", "do", "i"}
-		for range 2 + rng.IntN(4) {
-			words = append(words, vocab[rng.IntN(2000)]) // mid-frequency words
-		}
-		c.queries = append(c.queries, strings.Join(words, " ")+"?")
+	sc := knowledgetest.NewScaleCorpus(500, 20)
+	c := benchCorpus{queries: sc.Queries}
+	for _, d := range sc.Docs {
+		c.docs = append(c.docs, d.Markdown())
 	}
 	return c
 }
@@ -177,12 +109,7 @@ func BenchmarkSearch10kChunks(b *testing.B) {
 				hits += len(resp.Hits)
 				i++
 			}
-			slices.Sort(durations)
-			pct := func(p float64) float64 {
-				return float64(durations[int(p*float64(len(durations)-1))].Microseconds()) / 1000
-			}
-			b.ReportMetric(pct(0.50), "p50-ms")
-			b.ReportMetric(pct(0.99), "p99-ms")
+			reportPercentiles(b, durations)
 			b.ReportMetric(float64(hits)/float64(i), "hits/op")
 			b.ReportMetric(float64(total), "chunks")
 		})

@@ -139,11 +139,13 @@ type Store interface {
 	// DeleteDocument removes a document, its chunks and their index entries,
 	// or returns ErrNotFound.
 	DeleteDocument(ctx context.Context, id string) error
-	// KeywordSearch ranks the tenant's chunks by bm25 against the terms of
-	// query (see Terms); any string is a valid query. Chunks matching none
-	// of the terms are not returned. The limit applies to the tenant's
-	// chunks: other tenants' chunks never take a place.
-	KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error)
+	// KeywordSearch ranks the chunks of the tenants given (one or more;
+	// "" is DefaultTenant) together, by bm25 against the terms of query
+	// (see Terms); any string is a valid query. Chunks matching none of
+	// the terms are not returned. The limit applies to those tenants'
+	// chunks: other tenants' chunks never take a place. One call covers a
+	// tenant's own and the shared chunks, in one ranking query.
+	KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]Hit, error)
 	// VectorSearch ranks the tenant's embedded chunks by cosine similarity
 	// to vector. Chunks whose embedding has another dimension, and chunks
 	// with a similarity of 0 or less, are not returned. The limit applies

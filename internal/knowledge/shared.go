@@ -14,10 +14,11 @@ var ErrForbidden = errors.New("not allowed")
 
 // Shared documents belong to SharedTenant. Every tenant's listing, search
 // and reads take them in besides its own, here in the service: the stores
-// know tenants only. A search asks the store once per tenant and merges
-// by score (bm25, ts_rank and cosine scores do not depend on the tenant
-// filter, so the two lists compare); the second search is skipped while
-// there are no shared documents.
+// know tenants only. A keyword search asks the store once for both
+// tenants; a vector search asks once per tenant and merges by score
+// (cosine scores do not depend on the tenant filter, so the two lists
+// compare). The shared tenant is left out while there are no shared
+// documents.
 
 // sharedState caches whether shared documents exist, per store version.
 type sharedState struct {
@@ -65,21 +66,13 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 }
 
 // keywordSearch is the store's keyword search over tenantID's and the
-// shared chunks, best limit first.
+// shared chunks, best limit first: one store query for both.
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	var lists [][]Hit
-	for _, t := range tenants {
-		hits, err := s.store.KeywordSearch(ctx, t, query, limit)
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, hits)
-	}
-	return mergeHits(lists, limit), nil
+	return s.store.KeywordSearch(ctx, tenants, query, limit)
 }
 
 // storeVectorSearch is the store's vector search over tenantID's and the
@@ -141,4 +134,16 @@ func (s *Service) documentsWithShared(ctx context.Context, tenantID string, limi
 // shared document.
 func (s *Service) DeleteSharedDocument(ctx context.Context, id string) error {
 	return s.DeleteDocument(ctx, SharedTenant, id)
+}
+
+// TenantList returns tenantIDs with "" read as DefaultTenant, each once,
+// in order: the tenants a store's KeywordSearch filters by.
+func TenantList(tenantIDs []string) []string {
+	out := make([]string, 0, len(tenantIDs))
+	for _, t := range tenantIDs {
+		if t = cmp.Or(t, DefaultTenant); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -47,7 +47,7 @@ var concurrencyTests = []test{
 						return
 					default:
 					}
-					if _, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, "shared topic 并发", 20); err != nil {
+					if _, err := s.KeywordSearch(ctx, []string{knowledge.DefaultTenant}, "shared topic 并发", 20); err != nil {
 						errs <- fmt.Errorf("keyword search: %w", err)
 						return
 					}

@@ -81,9 +81,15 @@ func keyword(t *testing.T, s knowledge.Store, query string, limit int) []knowled
 
 func keywordIn(t *testing.T, s knowledge.Store, tenantID, query string, limit int) []knowledge.Hit {
 	t.Helper()
-	hits, err := s.KeywordSearch(t.Context(), tenantID, query, limit)
+	return keywordInAll(t, s, []string{tenantID}, query, limit)
+}
+
+// keywordInAll searches the chunks of several tenants together.
+func keywordInAll(t *testing.T, s knowledge.Store, tenantIDs []string, query string, limit int) []knowledge.Hit {
+	t.Helper()
+	hits, err := s.KeywordSearch(t.Context(), tenantIDs, query, limit)
 	if err != nil {
-		t.Fatalf("KeywordSearch(%q, %q): %v", tenantID, query, err)
+		t.Fatalf("KeywordSearch(%q, %q): %v", tenantIDs, query, err)
 	}
 	return hits
 }

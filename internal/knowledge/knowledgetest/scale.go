@@ -95,6 +95,18 @@ func NewScaleCorpus(docs, sections int) ScaleCorpus {
 	return c
 }
 
+// Markdown is the document as a Markdown file: its title a heading, each
+// section under a heading of its own, for benchmarks that ingest through
+// the chunker (a section fits one chunk).
+func (d ScaleDoc) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", d.Title)
+	for i, text := range d.Sections {
+		fmt.Fprintf(&b, "## Section %d\n\n%s\n\n", i+1, text)
+	}
+	return b.String()
+}
+
 // Chunks is the number of chunks of the corpus.
 func (c ScaleCorpus) Chunks() int {
 	n := 0

@@ -133,7 +133,7 @@ var keywordTests = []test{
 	{"QuerySyntaxIsNeverInterpreted", func(t *testing.T, s knowledge.Store) {
 		corpus(t, s)
 		for _, q := range hostileQueries {
-			if _, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, q, 10); err != nil {
+			if _, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, q, 10); err != nil {
 				t.Errorf("KeywordSearch(%q): %v", q, err)
 			}
 		}

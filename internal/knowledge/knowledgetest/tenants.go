@@ -174,6 +174,43 @@ var tenantTests = []test{
 		}
 	}},
 
+	{"KeywordSearchRanksSeveralTenantsTogether", func(t *testing.T, s knowledge.Store) {
+		// Acme's and globex's chunks in one ranking, best first whoever
+		// owns them; initech's, the best of all, never; the limit counts
+		// both tenants' chunks.
+		addIn(t, s, acme, "a1", "A1", "otter river otter river")
+		addIn(t, s, acme, "a2", "A2", "a long river through the valley")
+		addIn(t, s, globex, "g1", "G1", "otter river in the valley far away")
+		addIn(t, s, globex, "g2", "G2", "nothing to see")
+		addIn(t, s, initech, "i1", "I1", "otter river otter river otter")
+		for i := range 10 {
+			addIn(t, s, initech, fmt.Sprintf("i%d", i+2), "Weather", fmt.Sprintf("weather report number %d", i))
+		}
+		tenants := []string{acme, globex}
+		hits, err := s.KeywordSearch(t.Context(), tenants, "otter river", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := docIDs(hits), []string{"a1", "g1", "a2"}; !slices.Equal(got, want) {
+			t.Errorf("search of acme and globex = %v, want %v", got, want)
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("hit %d scores %v, above hit %d's %v", i, hits[i].Score, i-1, hits[i-1].Score)
+			}
+		}
+		if got := docIDs(keywordInAll(t, s, tenants, "otter river", 2)); !slices.Equal(got, []string{"a1", "g1"}) {
+			t.Errorf("search of acme and globex, limit 2 = %v, want [a1 g1]", got)
+		}
+		// A tenant given twice, or "" for the default one, changes nothing.
+		if got := docIDs(keywordInAll(t, s, []string{globex, globex, ""}, "otter", 10)); !slices.Equal(got, []string{"g1"}) {
+			t.Errorf("search of globex twice and the default tenant = %v, want [g1]", got)
+		}
+		if got := keywordInAll(t, s, nil, "otter", 10); len(got) != 0 {
+			t.Errorf("search of no tenant = %v, want nothing", chunkIDs(got))
+		}
+	}},
+
 	{"VectorSearchFindsOnlyTheTenantsChunks", func(t *testing.T, s knowledge.Store) {
 		for i := range 40 {
 			doc, chunks := inTenant(globex, fmt.Sprintf("g%d", i), "G", fmt.Sprintf("globex text %d", i))

@@ -3,9 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -14,88 +12,12 @@ import (
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 )
 
-// The search benchmarks run the same 10,000 chunks (500 documents of 20,
-// words drawn with a Zipf distribution, one chunk in five in Chinese,
-// 256-dimensional hash embeddings) through this store and the SQLite
-// store, calling the stores directly (no Service, no fusion).
+// The search benchmarks run the same 10,000 chunks (knowledgetest.ScaleCorpus:
+// 500 documents of 20, one chunk in five in Chinese, 256-dimensional hash
+// embeddings) through this store and the SQLite store, calling the stores
+// directly (no Service, no fusion).
 
-const (
-	benchDocuments = 500
-	benchSections  = 20
-	benchDims      = 256
-)
-
-type benchCorpus struct {
-	docs    [][]string // each document's chunks
-	queries []string
-}
-
-func newBenchCorpus() benchCorpus {
-	rng := rand.New(rand.NewPCG(7, 11))
-	vocab := make([]string, 5000)
-	for i := range vocab {
-		vocab[i] = fmt.Sprintf("w%xq%d", i*7919%65536, i%97)
-	}
-	zipf := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
-	han := func(n int) string {
-		var b strings.Builder
-		for range n {
-			b.WriteRune(rune(0x4E00 + rng.IntN(1500)))
-		}
-		return b.String()
-	}
-	var c benchCorpus
-	for range benchDocuments {
-		chunks := make([]string, benchSections)
-		for s := range chunks {
-			if s%5 == 4 {
-				chunks[s] = han(150 + rng.IntN(100))
-				continue
-			}
-			words := make([]string, 60+rng.IntN(40))
-			for i := range words {
-				words[i] = vocab[zipf.Uint64()]
-			}
-			chunks[s] = strings.Join(words, " ")
-		}
-		c.docs = append(c.docs, chunks)
-	}
-	for q := range 500 {
-		if q%5 == 4 {
-			c.queries = append(c.queries, han(4+rng.IntN(6)))
-			continue
-		}
-		words := []string{"how", "do", "i"}
-		for range 2 + rng.IntN(4) {
-			words = append(words, vocab[rng.IntN(2000)])
-		}
-		c.queries = append(c.queries, strings.Join(words, " ")+"?")
-	}
-	return c
-}
-
-func (c benchCorpus) load(b testing.TB, s knowledge.Store, emb knowledgetest.HashEmbedder) {
-	for d, texts := range c.docs {
-		id := fmt.Sprintf("d%d", d)
-		chunks := make([]knowledge.Chunk, len(texts))
-		for i, text := range texts {
-			chunks[i] = knowledge.Chunk{ID: fmt.Sprintf("%s-%d", id, i), Index: i, Content: text, Embedding: vector32(emb, text)}
-		}
-		doc := knowledge.Document{ID: id, Title: fmt.Sprintf("Document %d", d), Content: strings.Join(texts, "\n\n")}
-		if _, err := s.AddDocument(context.Background(), doc, chunks); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func vector32(emb knowledgetest.HashEmbedder, text string) []float32 {
-	v := emb.Vector(text)
-	out := make([]float32, len(v))
-	for i, f := range v {
-		out[i] = float32(f)
-	}
-	return out
-}
+const benchDims = 256
 
 // BenchmarkStoreSearch10kChunks: KeywordSearch and VectorSearch (limit
 // 20) on either store. "vector-after-another-replica-wrote" adds a
@@ -103,7 +25,7 @@ func vector32(emb knowledgetest.HashEmbedder, text string) []float32 {
 // reloading the in-memory copy.
 func BenchmarkStoreSearch10kChunks(b *testing.B) {
 	otherDocs := 0 // IDs stay unique when -count runs a store's benchmarks again
-	corpus := newBenchCorpus()
+	corpus := knowledgetest.NewScaleCorpus(500, 20)
 	emb := knowledgetest.HashEmbedder{Dims: benchDims}
 	ctx := context.Background()
 	stores := []struct {
@@ -130,12 +52,14 @@ func BenchmarkStoreSearch10kChunks(b *testing.B) {
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			s, openAnother := st.open(b)
-			corpus.load(b, s, emb)
+			if err := corpus.Load(ctx, s, knowledge.DefaultTenant, &emb); err != nil {
+				b.Fatal(err)
+			}
 			b.Run("keyword", func(b *testing.B) {
 				b.ReportAllocs()
 				hits, i := 0, 0
 				for b.Loop() {
-					h, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, corpus.queries[i%len(corpus.queries)], 20)
+					h, err := s.KeywordSearch(ctx, []string{knowledge.DefaultTenant}, corpus.Queries[i%len(corpus.Queries)], 20)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -148,7 +72,7 @@ func BenchmarkStoreSearch10kChunks(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					q := vector32(emb, corpus.queries[i%len(corpus.queries)])
+					q := knowledgetest.Vector32(emb, corpus.Queries[i%len(corpus.Queries)])
 					if _, err := s.VectorSearch(ctx, knowledge.DefaultTenant, q, 20); err != nil {
 						b.Fatal(err)
 					}
@@ -157,7 +81,7 @@ func BenchmarkStoreSearch10kChunks(b *testing.B) {
 			})
 			b.Run("vector-after-another-replica-wrote", func(b *testing.B) {
 				other := openAnother(b)
-				q := vector32(emb, corpus.queries[0])
+				q := knowledgetest.Vector32(emb, corpus.Queries[0])
 				b.ReportAllocs()
 				for b.Loop() {
 					b.StopTimer()

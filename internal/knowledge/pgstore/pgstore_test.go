@@ -340,7 +340,7 @@ func FuzzKeywordSearchNeverFails(f *testing.F) {
 		addDoc(f, s, string(rune('a'+i)), text, nil)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		if _, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, q, 5); err != nil {
+		if _, err := s.KeywordSearch(ctx, []string{knowledge.DefaultTenant}, q, 5); err != nil {
 			t.Errorf("KeywordSearch(%q): %v", q, err)
 		}
 	})

@@ -14,7 +14,7 @@ import (
 // maxLimit bounds the hits one search returns.
 const maxLimit = 1000
 
-// KeywordSearch ranks the tenant's chunks matching any of the query's
+// KeywordSearch ranks the tenants' chunks matching any of the query's
 // terms (the title, heading and content terms of each chunk) by ts_rank
 // with normalisation 1: each query term found adds to a chunk's score,
 // its repeats less and less (as bm25 saturates a term's frequency), and
@@ -29,24 +29,25 @@ const maxLimit = 1000
 // with ts_rank (every normalisation but 2, 6 and 8; SQLite's bm25: 0.94)
 // and 0.84 to 0.90 with ts_rank_cd (see recall_test.go).
 //
-// The query is never parsed as syntax (see queryExpression). The tenant
-// is kept before the limit, so other tenants' chunks never take a place,
+// The query is never parsed as syntax (see queryExpression). The tenants
+// are kept before the limit, so other tenants' chunks never take a place,
 // and only the kept, best `limit` chunks are joined with their documents.
-func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]knowledge.Hit, error) {
+func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
 	expr := queryExpression(query)
-	if expr == "" || limit <= 0 {
+	tenants := knowledge.TenantList(tenantIDs)
+	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, m.score
 		FROM (SELECT seq, ts_rank(terms, q, 1) AS score
 		      FROM knowledge_chunks, to_tsquery('simple', $1) AS q
-		      WHERE tenant_id = $2 AND terms @@ q
+		      WHERE tenant_id = ANY ($2) AND terms @@ q
 		      ORDER BY score DESC, seq LIMIT $3) AS m
 		JOIN knowledge_chunks c ON c.seq = m.seq
 		JOIN knowledge_documents d ON d.id = c.document_id
 		ORDER BY m.score DESC, m.seq`,
-		expr, cmp.Or(tenantID, knowledge.DefaultTenant), min(limit, maxLimit))
+		expr, tenants, min(limit, maxLimit))
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}

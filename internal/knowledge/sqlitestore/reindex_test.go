@@ -44,7 +44,7 @@ func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 
 	s := openFile(t, path)
 	defer s.Close()
-	hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "return policy", 10)
+	hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "return policy", 10)
 	if err != nil || len(hits) != 1 || hits[0].Title != "Returns" {
 		t.Fatalf("KeywordSearch(return policy) = %+v, %v; want the re-indexed Returns", hits, err)
 	}

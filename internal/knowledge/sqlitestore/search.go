@@ -3,18 +3,21 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/vectorindex"
+	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
 // maxLimit bounds the hits one search returns (and the parameters of the
 // query that reads them).
 const maxLimit = 1000
 
-// KeywordSearch ranks the tenant's chunks by bm25 over the title, heading
+// KeywordSearch ranks the tenants' chunks by bm25 over the title, heading
 // and body terms of each chunk, a match in the title field (the
 // document's title and lead, knowledge.TitleText) weighing ten times one
 // in the others: ten was best on the evaluation set, 3 to 20 all within
@@ -23,21 +26,51 @@ const maxLimit = 1000
 // are ORed, so a chunk matching some of them is found and bm25 ranks
 // chunks matching more (and rarer) terms higher.
 //
-// The tenant is kept inside the ranking query, before the limit: the
+// The tenants are kept inside the ranking query, before the limit: the
 // matches of other tenants are dropped as FTS5 yields them, so they never
-// take one of the tenant's places. Only the kept, best `limit` are then
+// take one of the tenants' places. Only the kept, best `limit` are then
 // read in full. (bm25's term statistics are the whole index's, as one
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
-func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit int) ([]knowledge.Hit, error) {
-	expr := matchExpression(knowledge.QueryTerms(query))
-	if expr == "" || limit <= 0 {
-		return nil, nil
-	}
-	limit = min(limit, maxLimit)
-	rows, err := s.reader.QueryContext(ctx, keywordSearchSQL, expr, cmp.Or(tenantID, knowledge.DefaultTenant), limit)
+func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
+	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), query, limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	return hits, nil
+}
+
+// keywordSearch is KeywordSearch; alwaysFilter keeps the tenant filter
+// where it would drop nothing (for tests).
+func (s *Store) keywordSearch(ctx context.Context, tenants []string, query string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
+	expr := matchExpression(knowledge.QueryTerms(query))
+	if expr == "" || len(tenants) == 0 || limit <= 0 {
+		return nil, nil
+	}
+	// One read transaction: the tenants looked at and the ranking are of
+	// one snapshot.
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sqlitedb.IgnoreDone(tx.Rollback()) }()
+	// When every document is one of the tenants' (one tenant, or one and
+	// the shared documents: the usual case), the tenant filter is left
+	// out: it would drop nothing, and its look-up per match costs a third
+	// of the search.
+	only, err := holdsOnly(ctx, tx, tenants)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{expr, min(limit, maxLimit)}
+	filter := 0
+	if !only || alwaysFilter {
+		filter = len(tenants)
+		args = append(args, anys(tenants)...)
+	}
+	rows, err := tx.QueryContext(ctx, rankingSQL(filter), args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var hits []knowledge.Hit
@@ -45,31 +78,58 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantID, query string, limit
 		var h knowledge.Hit
 		var bm25 float64
 		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Title, &h.Heading, &h.Page, &h.Content, &h.ChunkIndex, &bm25); err != nil {
-			return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+			return nil, err
 		}
 		h.Score = -bm25 // FTS5's bm25 is lower-is-better
 		hits = append(hits, h)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
-	}
-	return hits, nil
+	return hits, rows.Err()
 }
 
-// keywordSearchSQL ranks in the subquery: FTS5 is the outer loop (CROSS
-// JOIN keeps the planner from turning it around) and each match's tenant
-// is read from the small index knowledge_chunks_tenant_of, never from the
-// chunk row with its text and embedding; only the tenant's matches are
-// sorted by score.
-const keywordSearchSQL = `
+// rankingSQL ranks in the subquery: FTS5 is the outer loop (CROSS JOIN
+// keeps the planner from turning it around) and each match's tenant is
+// read from the small index knowledge_chunks_tenant_of, never from the
+// chunk row with its text and embedding; only the tenants' matches are
+// sorted by score. Parameters: the match expression, the limit, then the
+// tenants filtered by; with filter 0 there is no tenant filter.
+func rankingSQL(filter int) string {
+	tenantFilter := ""
+	if filter > 0 {
+		tenantFilter = `CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
+		      WHERE m.tenant_id IN (?3` + strings.Repeat(",?", filter-1) + `) AND`
+	} else {
+		tenantFilter = `WHERE`
+	}
+	return `
 	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, f.score
 	FROM (SELECT knowledge_fts.rowid AS seq, bm25(knowledge_fts, 10.0, 1.0, 1.0) AS score
-	      FROM knowledge_fts CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
-	      WHERE knowledge_fts MATCH ?1 AND m.tenant_id = ?2
-	      ORDER BY score LIMIT ?3) AS f
+	      FROM knowledge_fts ` + tenantFilter + ` knowledge_fts MATCH ?1
+	      ORDER BY score LIMIT ?2) AS f
 	JOIN knowledge_chunks c ON c.seq = f.seq
 	JOIN knowledge_documents d ON d.id = c.document_id
 	ORDER BY f.score, c.seq`
+}
+
+// holdsOnly reports whether every document belongs to one of tenants:
+// the tenants present are walked in the index knowledge_documents_by_tenant,
+// one look-up each, stopping at the first other one.
+func holdsOnly(ctx context.Context, tx *sql.Tx, tenants []string) (bool, error) {
+	after := ""
+	for range len(tenants) + 1 {
+		var t sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT min(tenant_id) FROM knowledge_documents WHERE tenant_id > ?`, after).Scan(&t); err != nil {
+			return false, err
+		}
+		if !t.Valid {
+			return true, nil
+		}
+		if !slices.Contains(tenants, t.String) {
+			return false, nil
+		}
+		after = t.String
+	}
+	return false, nil // not reached: tenants are distinct
+}
 
 // matchExpression ORs the terms as FTS5 strings. Terms hold letters,
 // digits and marks only, but a double quote is escaped anyway (doubled),
@@ -142,4 +202,13 @@ func (s *Store) VectorSearch(ctx context.Context, tenantID string, vector []floa
 		}
 	}
 	return hits, nil
+}
+
+// anys converts strings to query arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -202,7 +202,7 @@ func FuzzKeywordSearchNeverFails(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		if _, err := s.KeywordSearch(ctx, knowledge.DefaultTenant, q, 5); err != nil {
+		if _, err := s.KeywordSearch(ctx, []string{knowledge.DefaultTenant}, q, 5); err != nil {
 			t.Errorf("KeywordSearch(%q): %v", q, err)
 		}
 	})
@@ -253,7 +253,7 @@ func TestMigrationGivesExistingDocumentsToTheDefaultTenant(t *testing.T) {
 	if chunks, err := s.Chunks(t.Context(), "a"); err != nil || len(chunks) != 1 || chunks[0].Content != "alpha words" {
 		t.Errorf("Chunks(a) = %+v, %v", chunks, err)
 	}
-	if hits, err := s.KeywordSearch(t.Context(), knowledge.DefaultTenant, "bravo", 10); err != nil || len(hits) != 1 || hits[0].Title != "Bravo" {
+	if hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "bravo", 10); err != nil || len(hits) != 1 || hits[0].Title != "Bravo" {
 		t.Errorf("keyword search = %+v, %v", hits, err)
 	}
 	if got := vectorDocs(t, s, []float32{1, 0}); !slices.Equal(got, []string{"a"}) {
