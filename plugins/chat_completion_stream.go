@@ -159,6 +159,7 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 	// reader goroutine end whenever this function returns.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	callCtx, call := startModelCall(callCtx, cm, m, "generate", msgs)
 
 	start := time.Now()
 	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix, prompt: msgs}
@@ -169,9 +170,15 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 		out.sink = citedBlocks{out}
 	}
 	defer out.blocks.Close() // on every ending, panics included
+	var callErr error
+	defer func() { // the span and the inspector's record, once per call
+		u := out.reported
+		call.end(out.ttft, u.PromptTokens, u.CompletionTokens, u.Estimated, out.finish, out.answer.String(), callErr)
+	}()
 
 	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs, opts.CallOptions...)
 	if err != nil {
+		callErr = err
 		return out.turn(), out.fail(ctx, err, m.Name)
 	}
 	defer sr.Close()
@@ -186,6 +193,7 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 	out.flushCitations()
 	out.endToolCalls()
 	if err != nil && !errors.Is(err, io.EOF) {
+		callErr = err
 		return out.turn(), out.fail(ctx, err, m.Name)
 	}
 	out.blocks.Close()
@@ -231,6 +239,7 @@ type generation struct {
 	idPrefix string
 	answer   strings.Builder
 	prompt   []*schema.Message // what was sent, for an estimate of its tokens
+	reported eventbus.Usage    // the usage event sent, for the call's span and inspector record
 	streamed tokens.Counter    // what the provider streamed, likewise
 }
 
@@ -348,6 +357,7 @@ func (g *generation) emitUsage() {
 	} else {
 		u.PromptTokens, u.CompletionTokens, u.Estimated = estimatePrompt(g.prompt), g.streamed.Tokens(), true
 	}
+	g.reported = u
 	g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
 }
 

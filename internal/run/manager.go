@@ -15,13 +15,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -57,6 +60,10 @@ type Setup struct {
 	Redact *secrets.Redactor
 	// PartialSaves writes answers to the history store while they stream.
 	PartialSaves PartialSaves
+	// Inspector records what each stage did, saved with the answer.
+	Inspector InspectorSetup
+	// CaptureContent lets prompt and answer text into spans.
+	CaptureContent bool
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -69,6 +76,7 @@ type Info struct {
 	UserMessageID string
 	Mode          string
 	TenantID      string // whose run it is: stop and resume of a stateless run check it
+	TraceID       string // the OpenTelemetry trace of the run ("" when none)
 }
 
 // Options configure a Manager.
@@ -85,6 +93,10 @@ type Options struct {
 	Cluster *cluster.Coordinator
 	// RemoteTools are MCP servers' tools (nil = none configured).
 	RemoteTools pipeline.RemoteTools
+	// Tracer starts each generation's span (nil = no tracing).
+	Tracer trace.Tracer
+	// Traces saves the turn inspector's records (nil = not saved).
+	Traces history.TraceStore
 }
 
 // Manager starts runs and tracks the live ones.
@@ -106,6 +118,11 @@ type Run struct {
 	persist   bool         // save the answer to the history store at the end (false: stateless)
 	partial   PartialSaves // and while it streams, when persist
 	approvals *approvals   // tool calls waiting for the user's decision
+	span      trace.Span   // the generation's span, ended when its stream is finished
+	// inspect gathers the turn inspector's record (nil = off), saved
+	// bounded to inspectMax bytes.
+	inspect    *inspect.Recorder
+	inspectMax int
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -186,8 +203,14 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	}
 
 	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode, TenantID: sess.TenantID}
-	log := m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID))
-	r, runCtx, g, p := m.launch(info, setup, log, true)
+	span := m.startSpan(ctx, info)
+	info.TraceID = traceID(span)
+	log := withTrace(m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID)), span)
+	var rec *inspect.Recorder
+	if setup.Inspector.on(mode) && m.opts.Traces != nil {
+		rec = inspect.NewRecorder(assistantID, mode, req.Question, info.TraceID)
+	}
+	r, runCtx, g, p := m.launch(info, setup, log, true, span, rec)
 	cm := &pipeline.ChatManage{
 		TenantID:      sess.TenantID,
 		SessionID:     sess.ID,
@@ -203,9 +226,10 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Approvals:     r.approvals,
 		Logger:        log,
 		RemoteTools:   m.opts.RemoteTools,
+		Inspect:       rec,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
-		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
+		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode, TraceID: info.TraceID,
 	}))
 	started = true
 	go m.execute(runCtx, r, chain, cm, g, p, log)
@@ -227,7 +251,12 @@ func (m *Manager) admit() error {
 // launch wires a new stream's bus (recorder first, persister, logger,
 // observers), gives the run its own cancellable context and registers it
 // where Stop finds it. The stream must already exist in the store.
-func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool) (*Run, context.Context, *guard, *persister) {
+//
+// span is the generation's span (the run's context carries it, so every
+// span of the chain joins the request's trace); turn, when set, is
+// subscribed to gather the turn inspector's record.
+func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool, span trace.Span,
+	turn *inspect.Recorder) (*Run, context.Context, *guard, *persister) {
 	bus := eventbus.NewBus()
 	rec := stream.NewRecorder(m.opts.Streams, info.StreamID, func(err error) {
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
@@ -237,18 +266,23 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 	bus.Subscribe(p.handle, persistedTypes...)
 	sl := &streamLogger{log: log, start: time.Now()}
 	bus.Subscribe(sl.handle, loggedTypes...)
+	if turn != nil {
+		bus.Subscribe(inspectorHandler(turn), inspectedTypes...)
+	}
 	for _, o := range m.opts.Observers {
 		o(bus, info)
 	}
 
-	runCtx, cancel := context.WithCancelCause(context.Background())
+	base := telemetry.WithCaptureContent(trace.ContextWithSpan(context.Background(), span), setup.CaptureContent)
+	runCtx, cancel := context.WithCancelCause(base)
 	if setup.MaxDuration > 0 {
 		var stopTimer context.CancelFunc
 		runCtx, stopTimer = context.WithTimeoutCause(runCtx, setup.MaxDuration, ErrTooLong)
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
-	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals(),
+		span: span, inspect: turn, inspectMax: setup.Inspector.MaxBytes}
 	if persist {
 		r.partial = setup.PartialSaves
 	}
@@ -263,11 +297,13 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	g *guard, p *persister, log *zap.Logger) {
 	defer m.wg.Done()
 	defer close(r.done)
+	status := ""
 	defer func() {
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()
 		r.cancel(nil)
+		endSpan(r.span, status)
 	}()
 	if lease := m.acquireLease(r, log); lease != nil {
 		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)
@@ -291,6 +327,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	stopPartial() // no partial write after this point; the store's guard would refuse it anyway
 	if r.persist {
 		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
+		m.saveInspection(saveCtx, r, status, log)
 	}
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
