@@ -26,7 +26,7 @@ type otlpReceiver struct {
 	services []string // service.name of each resource received
 }
 
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
+func newOTLPReceiver(t testing.TB) *otlpReceiver {
 	t.Helper()
 	r := &otlpReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/chatpipe/chatpipe/eventbus"
 )
 
 // Recorder gathers a Turn while its answer runs. Its methods are safe for
@@ -18,7 +20,7 @@ type Recorder struct {
 // NewRecorder starts the record of one answer.
 func NewRecorder(messageID, mode, question, traceID string) *Recorder {
 	return &Recorder{turn: Turn{MessageID: messageID, Mode: mode, Question: question, TraceID: traceID,
-		Stages: []Stage{}, ModelCalls: []ModelCall{}, ToolCalls: []ToolCall{}}}
+		Stages: []eventbus.Stage{}, ModelCalls: []ModelCall{}, ToolCalls: []ToolCall{}}}
 }
 
 func (r *Recorder) update(fn func(t *Turn)) {
@@ -32,7 +34,7 @@ func (r *Recorder) update(fn func(t *Turn)) {
 
 // Stage records a stage that ended; the rerank stage's detail becomes
 // the reason of Rerank.
-func (r *Recorder) Stage(s Stage) {
+func (r *Recorder) Stage(s eventbus.Stage) {
 	r.update(func(t *Turn) {
 		t.Stages = append(t.Stages, s)
 		if s.Name == "rerank" && t.Rerank != nil {
@@ -69,7 +71,7 @@ func (r *Recorder) Reranked(kept []Kept) {
 
 // Context records numbered passages given to the model: merge's context,
 // or (agents) each tool call's references, in order.
-func (r *Recorder) Context(passages []Passage) {
+func (r *Recorder) Context(passages []eventbus.Reference) {
 	r.update(func(t *Turn) { t.Context = append(t.Context, passages...) })
 }
 
@@ -143,7 +145,7 @@ func Encode(t Turn, maxBytes int) ([]byte, error) {
 	}
 	// Not even the skeleton fits: keep what identifies the record.
 	return json.Marshal(Turn{MessageID: t.MessageID, TraceID: t.TraceID, Mode: t.Mode, Status: t.Status,
-		Stages: []Stage{}, ModelCalls: []ModelCall{}, ToolCalls: []ToolCall{}, Truncated: true,
+		Stages: []eventbus.Stage{}, ModelCalls: []ModelCall{}, ToolCalls: []ToolCall{}, Truncated: true,
 		TruncatedNote: fmt.Sprintf("the record did not fit telemetry.inspector.max_bytes (%d bytes) even cut down; only its identity was kept", maxBytes)})
 }
 

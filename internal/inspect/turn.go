@@ -5,26 +5,30 @@
 // A Recorder gathers it while the answer runs; the run saves it, bounded
 // in size, with the assistant message.
 //
-// The package imports nothing of chatpipe's: the pipeline and the plugins
-// hand it plain values.
+// The package imports only the event vocabulary: the pipeline and the
+// plugins hand it plain values.
 package inspect
 
-import "time"
+import (
+	"time"
+
+	"github.com/chatpipe/chatpipe/eventbus"
+)
 
 // Turn is the record of one assistant message (the JSON the API serves).
 type Turn struct {
-	MessageID string  `json:"message_id"`
-	TraceID   string  `json:"trace_id,omitempty"` // the OpenTelemetry trace, when tracing is on
-	Mode      string  `json:"mode"`
-	Status    string  `json:"status,omitempty"` // completed, stopped, failed
-	Question  string  `json:"question"`
-	Stages    []Stage `json:"stages"`
+	MessageID string           `json:"message_id"`
+	TraceID   string           `json:"trace_id,omitempty"` // the OpenTelemetry trace, when tracing is on
+	Mode      string           `json:"mode"`
+	Status    string           `json:"status,omitempty"` // completed, stopped, failed
+	Question  string           `json:"question"`
+	Stages    []eventbus.Stage `json:"stages"`
 	// Rewrite is set when the rewrite stage produced a standalone question.
 	Rewrite *Rewrite `json:"rewrite,omitempty"`
 	Search  *Search  `json:"search,omitempty"`
 	Rerank  *Rerank  `json:"rerank,omitempty"`
 	// Context is merge's numbered context: the passages cited as [n].
-	Context []Passage `json:"context,omitempty"`
+	Context []eventbus.Reference `json:"context,omitempty"`
 	// Prompt is the last model call's messages as sent.
 	Prompt     []Message   `json:"prompt,omitempty"`
 	ModelCalls []ModelCall `json:"model_calls"`
@@ -33,15 +37,6 @@ type Turn struct {
 	// TruncatedNote says what was cut.
 	Truncated     bool   `json:"truncated,omitempty"`
 	TruncatedNote string `json:"truncated_note,omitempty"`
-}
-
-// Stage is one pipeline stage as it ended.
-type Stage struct {
-	Name      string `json:"name"`
-	Plugin    string `json:"plugin,omitempty"`
-	Status    string `json:"status"`
-	ElapsedMS int64  `json:"elapsed_ms"`
-	Detail    string `json:"detail,omitempty"`
 }
 
 // Rewrite is the question as asked and as rewritten.
@@ -85,17 +80,6 @@ type Rerank struct {
 type Kept struct {
 	ChunkID string  `json:"chunk_id"`
 	Title   string  `json:"title,omitempty"`
-	Score   float64 `json:"score"`
-}
-
-// Passage is one numbered passage of the context.
-type Passage struct {
-	Index   int     `json:"index"`
-	ChunkID string  `json:"chunk_id"`
-	Title   string  `json:"title,omitempty"`
-	Heading string  `json:"heading,omitempty"`
-	Page    int     `json:"page,omitempty"`
-	Content string  `json:"content"`
 	Score   float64 `json:"score"`
 }
 

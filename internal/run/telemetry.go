@@ -89,17 +89,12 @@ func inspectorHandler(rec *inspect.Recorder) func(*eventbus.Event) {
 		switch p := ev.Payload.(type) {
 		case eventbus.Stage:
 			if p.Status != eventbus.StageStarted {
-				rec.Stage(inspect.Stage{Name: p.Name, Plugin: p.Plugin, Status: p.Status, ElapsedMS: p.ElapsedMS, Detail: p.Detail})
+				rec.Stage(p)
 			}
 		case eventbus.QueryRewritten:
 			rec.Rewritten(p.Original, p.Rewritten)
 		case eventbus.References:
-			passages := make([]inspect.Passage, len(p.Items))
-			for i, r := range p.Items {
-				passages[i] = inspect.Passage{Index: r.Index, ChunkID: r.ChunkID, Title: r.Title, Heading: r.Heading,
-					Page: r.Page, Content: r.Content, Score: r.Score}
-			}
-			rec.Context(passages)
+			rec.Context(p.Items)
 		case eventbus.ToolCall:
 			if ev.Type == eventbus.TypeToolCallEnd {
 				rec.ToolCallEnded(p.ToolCallID, p.Name, p.Arguments)

@@ -126,9 +126,9 @@ func (t *Tracing) exporter(opts Options) (sdktrace.SpanExporter, error) {
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: 500 * time.Millisecond,
 				MaxInterval: 5 * time.Second, MaxElapsedTime: timeout})}
 		if opts.Endpoint != "" {
-			u, err := url.Parse(opts.Endpoint)
-			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-				return nil, fmt.Errorf("telemetry.traces.endpoint: want a URL like http://collector:4318, got %q", opts.Endpoint)
+			u, err := endpointURL(opts.Endpoint, "4318")
+			if err != nil {
+				return nil, err
 			}
 			if u.Path == "" || u.Path == "/" {
 				u.Path = "/v1/traces"
@@ -138,29 +138,44 @@ func (t *Tracing) exporter(opts Options) (sdktrace.SpanExporter, error) {
 		if len(opts.Headers) > 0 {
 			o = append(o, otlptracehttp.WithHeaders(opts.Headers))
 		}
-		t.endpoint = cmpOr(opts.Endpoint, os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-			os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "http://localhost:4318")
+		t.endpoint = endpointName(opts, "4318")
 		return otlptracehttp.New(context.Background(), o...)
 	case ProtocolGRPC:
 		o := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(timeout),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: 500 * time.Millisecond,
 				MaxInterval: 5 * time.Second, MaxElapsedTime: timeout})}
 		if opts.Endpoint != "" {
-			u, err := url.Parse(opts.Endpoint)
-			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-				return nil, fmt.Errorf("telemetry.traces.endpoint: want a URL like http://collector:4317, got %q", opts.Endpoint)
+			u, err := endpointURL(opts.Endpoint, "4317")
+			if err != nil {
+				return nil, err
 			}
 			o = append(o, otlptracegrpc.WithEndpointURL(u.String()))
 		}
 		if len(opts.Headers) > 0 {
 			o = append(o, otlptracegrpc.WithHeaders(opts.Headers))
 		}
-		t.endpoint = cmpOr(opts.Endpoint, os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
-			os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "http://localhost:4317")
+		t.endpoint = endpointName(opts, "4317")
 		return otlptracegrpc.New(context.Background(), o...)
 	default:
 		return nil, fmt.Errorf("telemetry.traces.protocol: unknown protocol %q (want %s or %s)", p, ProtocolHTTP, ProtocolGRPC)
 	}
+}
+
+// endpointURL parses telemetry.traces.endpoint (port: the protocol's, for
+// the example in the error).
+func endpointURL(endpoint, port string) (*url.URL, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("telemetry.traces.endpoint: want a URL like http://collector:%s, got %q", port, endpoint)
+	}
+	return u, nil
+}
+
+// endpointName is where spans go, for the log: the configured endpoint,
+// the OTEL_* variables', or the exporter's default on localhost.
+func endpointName(opts Options, port string) string {
+	return cmpOr(opts.Endpoint, os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "http://localhost:"+port)
 }
 
 // Provider is the tracer provider (the no-op one when off).
