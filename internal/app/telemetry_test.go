@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -267,5 +268,57 @@ func TestCollectorDownLeavesAnswersAloneAndWarnsOnce(t *testing.T) {
 	}
 	if n := h.logs.FilterMessageSnippet("trace export failed").Len(); n != 1 {
 		t.Fatalf("%d warnings about the collector, want exactly 1", n)
+	}
+}
+
+func TestPluginStageHistogramsCarryTraceIDExemplarsInOpenMetrics(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	h := newHarness(t, withTraces(rcv.URL()))
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("hello there", 2)})
+	s := h.ask(h.createSession(), "q")
+	traceID := streamStarted(t, s.all()).TraceID
+	h.waitDone(s.messageID())
+
+	resp := h.do(context.Background(), "GET", "/metrics", "", "Accept", "application/openmetrics-text; version=1.0.0")
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/openmetrics-text") {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	found := false
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, `chatpipe_plugin_stage_duration_seconds_bucket{mode="chat",plugin="chat_completion_stream",stage="generate",status="finished"`) &&
+			strings.Contains(line, `# {trace_id="`+traceID+`"}`) {
+			found = true
+		}
+	}
+	if traceID == "" || !found {
+		t.Fatalf("no exemplar with trace %q on the plugin histogram:\n%s", traceID, grepLines(string(body), "chatpipe_plugin_stage"))
+	}
+	// The classic text format keeps working for scrapers that ask for it.
+	plain := h.do(context.Background(), "GET", "/metrics", "")
+	defer plain.Body.Close()
+	text, _ := io.ReadAll(plain.Body)
+	if !strings.Contains(string(text), `chatpipe_plugin_stage_duration_seconds_count{mode="chat",plugin="load_history",stage="load_history",status="finished"} 1`) {
+		t.Fatalf("text format:\n%s", grepLines(string(text), "chatpipe_plugin_stage"))
+	}
+}
+
+func TestStandardOTELVariablesAloneTurnTracingOn(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_SERVICE_NAME", "chatpipe-eu")
+	h := newHarness(t) // telemetry.traces.enabled stays false
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("hi", 1)})
+	s := h.ask(h.createSession(), "q")
+	s.all()
+	h.waitDone(s.messageID())
+	h.flushTraces()
+	spanNamed(t, rcv.Spans(), "answer chat")
+	for _, name := range rcv.Services() {
+		if name != "chatpipe-eu" {
+			t.Fatalf("service.name %q, want OTEL_SERVICE_NAME's", name)
+		}
 	}
 }
