@@ -42,7 +42,8 @@ type Deps struct {
 	MCP http.Handler
 	// Tracer starts each request's span (nil = no tracing).
 	Tracer trace.Tracer
-	// Traces serves the turn inspector's records (nil = inspector off).
+	// Traces serves the turn inspector's records (nil = the store keeps
+	// none; telemetry.inspector.enabled is read per request).
 	Traces history.TraceStore
 }
 

@@ -18,7 +18,7 @@ import (
 // message: what each stage did for that answer. Another tenant's message
 // is a 404, like a message that does not exist.
 func (h *Handler) messageTrace(c *gin.Context) {
-	if h.deps.Traces == nil {
+	if h.deps.Traces == nil || !h.cfg().Telemetry.Inspector.Enabled {
 		abort(c, http.StatusNotFound, "inspector_off",
 			"The turn inspector is off on this server (telemetry.inspector.enabled).")
 		return

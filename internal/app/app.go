@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Ready:     a.ready,
 		MCP:       a.newMCPServer(),
 		Tracer:    a.tracing.Tracer(),
-		Traces:    inspectorStore(cfg, traces),
+		Traces:    traces,
 	})
 	if traces != nil {
 		a.purge = startPurge(traces, a.cfg.Load, a.log)

@@ -27,15 +27,6 @@ func tracingOptions(cfg *config.Config, log *zap.Logger) telemetry.Options {
 	}
 }
 
-// inspectorStore is the store the API reads inspector records from, nil
-// when the inspector is off (it then answers 404 inspector_off).
-func inspectorStore(cfg *config.Config, traces history.TraceStore) history.TraceStore {
-	if !cfg.Telemetry.Inspector.Enabled {
-		return nil
-	}
-	return traces
-}
-
 // FlushTraces exports the spans ended so far (tests read them from their
 // collector; the server exports in batches on its own).
 func (a *App) FlushTraces(ctx context.Context) error { return a.tracing.ForceFlush(ctx) }
