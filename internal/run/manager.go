@@ -299,11 +299,11 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	defer close(r.done)
 	status := ""
 	defer func() {
+		endSpan(r.span, status) // first: a run no longer active has ended its span
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()
 		r.cancel(nil)
-		endSpan(r.span, status)
 	}()
 	if lease := m.acquireLease(r, log); lease != nil {
 		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)

@@ -135,11 +135,11 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	defer m.wg.Done()
 	defer close(r.done)
 	defer func() {
+		endSpan(r.span, "") // first: a run no longer active has ended its span
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()
 		r.cancel(nil)
-		endSpan(r.span, "")
 	}()
 	if lease := m.acquireLease(r, log); lease != nil {
 		defer lease.Release()
