@@ -18,6 +18,7 @@ type Config struct {
 	Auth        Auth                      `mapstructure:"auth"`
 	CORS        CORS                      `mapstructure:"cors"`
 	Metrics     Metrics                   `mapstructure:"metrics"`
+	Telemetry   Telemetry                 `mapstructure:"telemetry"`
 	Redis       Redis                     `mapstructure:"redis"`
 	Postgres    Postgres                  `mapstructure:"postgres"`
 	Models      map[string]Model          `mapstructure:"models"`
@@ -209,6 +210,36 @@ type AuthKey struct {
 type CORS struct {
 	AllowedOrigins []string      `mapstructure:"allowed_origins"` // exact origins, e.g. https://chat.example.com; empty = none
 	MaxAge         time.Duration `mapstructure:"max_age"`         // how long browsers may cache a preflight answer
+}
+
+// Telemetry is tracing (OpenTelemetry) and the turn inspector.
+type Telemetry struct {
+	Traces Traces `mapstructure:"traces"`
+	// CaptureContent lets prompt, answer and tool text into spans; off,
+	// spans carry sizes, timings and ids only.
+	CaptureContent bool      `mapstructure:"capture_content"`
+	Inspector      Inspector `mapstructure:"inspector"`
+}
+
+// Traces exports OpenTelemetry traces over OTLP. The OTEL_EXPORTER_OTLP_*
+// variables turn tracing on too, and fill what is left empty here.
+type Traces struct {
+	Enabled       bool              `mapstructure:"enabled"`
+	Protocol      string            `mapstructure:"protocol"` // http/protobuf | grpc; "" = OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf
+	Endpoint      string            `mapstructure:"endpoint"` // collector URL; "" = OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else localhost
+	Headers       map[string]string `mapstructure:"headers"`
+	SamplingRatio float64           `mapstructure:"sampling_ratio"`
+	ServiceName   string            `mapstructure:"service_name"`
+	Timeout       time.Duration     `mapstructure:"timeout"` // one export, retries included
+}
+
+// Inspector keeps what each stage did for every answer, for
+// GET /api/v1/messages/{id}/trace and the page's "Why this answer?" panel.
+type Inspector struct {
+	Enabled       bool          `mapstructure:"enabled"`
+	MaxBytes      int           `mapstructure:"max_bytes"`      // per answer; bigger records have long texts cut
+	Retention     time.Duration `mapstructure:"retention"`      // records older than this are deleted
+	DisabledModes []string      `mapstructure:"disabled_modes"` // chat modes whose answers are not recorded
 }
 
 // Metrics exposes Prometheus metrics.

@@ -173,6 +173,24 @@ func builtinDefaults() map[string]any {
 			"enabled": true,
 			"path":    "/metrics",
 		},
+		"telemetry": map[string]any{
+			"traces": map[string]any{
+				"enabled":        false,
+				"protocol":       "",
+				"endpoint":       "",
+				"headers":        map[string]any{},
+				"sampling_ratio": 1.0,
+				"service_name":   "chatpipe",
+				"timeout":        "10s",
+			},
+			"capture_content": false,
+			"inspector": map[string]any{
+				"enabled":        true,
+				"max_bytes":      256 << 10,
+				"retention":      "720h",
+				"disabled_modes": []any{},
+			},
+		},
 		"redis": map[string]any{
 			"addr":         "127.0.0.1:6379",
 			"password":     "",

@@ -37,6 +37,9 @@ func (c *Config) Secrets() []string {
 	add(c.Knowledge.Embedding.APIKey)
 	add(urlSecrets(c.Knowledge.Embedding.BaseURL)...)
 	add(c.Redis.Password)
+	for _, v := range c.Telemetry.Traces.Headers {
+		add(v)
+	}
 	add(dsnSecrets(c.Postgres.DSN)...)
 	for _, k := range c.Auth.Keys {
 		add(k.Key)

@@ -157,6 +157,25 @@ func (c *Config) Validate() error {
 	if c.Metrics.Enabled && !strings.HasPrefix(c.Metrics.Path, "/") {
 		add("metrics.path", "must start with /, got %q", c.Metrics.Path)
 	}
+	tr := c.Telemetry.Traces
+	if p := tr.Protocol; p != "" && p != "http/protobuf" && p != "grpc" {
+		add("telemetry.traces.protocol", "must be http/protobuf or grpc (or empty: OTEL_EXPORTER_OTLP_PROTOCOL), got %q", p)
+	}
+	if e := tr.Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+		add("telemetry.traces.endpoint", "must be a URL like http://collector:4318, got %q", e)
+	}
+	if tr.SamplingRatio < 0 || tr.SamplingRatio > 1 {
+		add("telemetry.traces.sampling_ratio", "must be between 0 and 1, got %v", tr.SamplingRatio)
+	}
+	if tr.Timeout < 0 {
+		add("telemetry.traces.timeout", "must not be negative, got %s", tr.Timeout)
+	}
+	if in := c.Telemetry.Inspector; in.Enabled && in.MaxBytes < 1024 {
+		add("telemetry.inspector.max_bytes", "must be at least 1024 (a record's stages and calls need room), got %d", in.MaxBytes)
+	}
+	if in := c.Telemetry.Inspector; in.Retention < 0 {
+		add("telemetry.inspector.retention", "must not be negative (0 keeps records as long as their messages), got %s", in.Retention)
+	}
 
 	k := c.Knowledge
 	for _, n := range []struct {

@@ -152,6 +152,9 @@ type StreamStarted struct {
 	MessageID     string `json:"message_id"`
 	UserMessageID string `json:"user_message_id"`
 	Mode          string `json:"mode"`
+	// TraceID is the OpenTelemetry trace of the request (tracing on), so
+	// a client or an operator can look the answer up in their tracing tool.
+	TraceID string `json:"trace_id,omitempty"`
 	// Models lists, when several models answer side by side, each model
 	// and the message its answer is saved as (the first is MessageID).
 	// Their events carry placement.model.
@@ -166,7 +169,10 @@ type ModelAnswer struct {
 
 // Stage is the payload of stage: a pipeline stage's progress.
 type Stage struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Plugin is the plugin running the stage (telemetry: per-plugin
+	// durations and spans; a stage may be handled by several plugins).
+	Plugin    string `json:"plugin,omitempty"`
 	Status    string `json:"status"`
 	ElapsedMS int64  `json:"elapsed_ms"`
 	Detail    string `json:"detail,omitempty"`

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/config"
@@ -19,6 +21,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 )
 
 // Deps are what the handlers use.
@@ -37,6 +40,11 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// MCP serves /mcp (internal/mcpserver); nil = no MCP endpoint.
 	MCP http.Handler
+	// Tracer starts each request's span (nil = no tracing).
+	Tracer trace.Tracer
+	// Traces serves the turn inspector's records (nil = the store keeps
+	// none; telemetry.inspector.enabled is read per request).
+	Traces history.TraceStore
 }
 
 // Handler serves the API.
@@ -45,6 +53,7 @@ type Handler struct {
 	log       *zap.Logger
 	limits    *limiter
 	authFails *authFailures
+	tracer    trace.Tracer
 }
 
 // New returns the API's http.Handler.
@@ -56,7 +65,10 @@ func New(deps Deps) http.Handler {
 	if deps.Logger == nil {
 		deps.Logger = zap.NewNop()
 	}
-	h := &Handler{deps: deps, log: deps.Logger, limits: newLimiter(), authFails: newAuthFailures()}
+	h := &Handler{deps: deps, log: deps.Logger, limits: newLimiter(), authFails: newAuthFailures(), tracer: deps.Tracer}
+	if h.tracer == nil {
+		h.tracer = noop.NewTracerProvider().Tracer(telemetry.ScopeName)
+	}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -65,7 +77,7 @@ func New(deps Deps) http.Handler {
 	// gin's default believes anyone, which lets a client escape every
 	// per-IP limit by forging the header. Validated by config.
 	_ = r.SetTrustedProxies(deps.Config().Server.TrustedProxies)
-	r.Use(h.limitBodyRead, h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
+	r.Use(h.limitBodyRead, h.traceRequest, h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
 	r.NoRoute(func(c *gin.Context) {
 		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")
 	})
@@ -91,6 +103,7 @@ func New(deps Deps) http.Handler {
 	api.POST("/messages", h.postMessage) // a first question, opening its session
 	api.POST("/messages/:id/regenerate", h.regenerate)
 	api.GET("/sessions/:id/messages", h.listMessages)
+	api.GET("/messages/:id/trace", h.messageTrace)
 	api.POST("/sessions/:id/messages", h.postMessage)
 	api.GET("/streams/:id", h.resumeAnyStream)     // sessions' streams and live stateless ones
 	api.POST("/streams/:id/stop", h.stopAnyStream) // likewise
@@ -121,11 +134,16 @@ func (h *Handler) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
 	d := time.Since(start)
-	h.log.Info("request",
+	fields := []zap.Field{
 		zap.String("method", c.Request.Method),
 		zap.String("route", c.FullPath()),
 		zap.Int("status", c.Writer.Status()),
-		zap.Duration("duration", d))
+		zap.Duration("duration", d),
+	}
+	if id := telemetry.TraceID(c.Request.Context()); id != "" {
+		fields = append(fields, zap.String("trace_id", id))
+	}
+	h.log.Info("request", fields...)
 	if h.deps.Metrics != nil {
 		h.deps.Metrics.HTTP(c.FullPath(), c.Request.Method, c.Writer.Status(), d)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudwego/eino/components/model"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/inspect"
 )
 
 // ChatManage is one request's state as it moves down the chain: what was
@@ -63,6 +64,9 @@ type ChatManage struct {
 	// RemoteTools are MCP servers' tools, for modes that list them; nil
 	// when none are configured.
 	RemoteTools RemoteTools
+	// Inspect gathers the turn inspector's record of this answer; nil when
+	// the inspector is off (its methods then do nothing).
+	Inspect *inspect.Recorder
 
 	stage   *stageState
 	nextCtx context.Context // set by SetNextContext for the next call of next()
@@ -155,6 +159,7 @@ type MessageReader interface {
 type ChatModel struct {
 	Name     string
 	Provider string
+	ModelID  string // the model the provider is asked for (models.<name>.model)
 	Model    model.ToolCallingChatModel
 	Options  []model.Option
 	Retries  int // retries of a call that fails before its first chunk

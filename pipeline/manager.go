@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 )
 
 // EventManager runs one chat mode's chain: every (plugin, stage) pair in
@@ -92,7 +96,10 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 	st := &stageState{status: eventbus.StageFinished}
 	cm.stage = st
 	start := time.Now()
-	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{Name: string(l.event), Status: eventbus.StageStarted}))
+	// The stage's span ends when the stage does (next() or return); the
+	// rest of the chain runs on ctx, so stages are siblings in the trace.
+	pluginCtx, span := telemetry.Start(ctx, "stage "+string(l.event))
+	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{Name: string(l.event), Plugin: l.plugin.Name(), Status: eventbus.StageStarted}))
 
 	closed := false
 	closeStage := func(failed bool) {
@@ -105,8 +112,9 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 			status = eventbus.StageFailed
 		}
 		cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{
-			Name: string(l.event), Status: status, ElapsedMS: time.Since(start).Milliseconds(), Detail: st.detail,
+			Name: string(l.event), Plugin: l.plugin.Name(), Status: status, ElapsedMS: time.Since(start).Milliseconds(), Detail: st.detail,
 		}))
+		endStageSpan(span, m.mode, l, status, st.detail)
 	}
 	called := false
 	next := func() *PluginError {
@@ -117,12 +125,12 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 		called = true
 		closeStage(false)
 		nextCtx := ctx
-		if cm.nextCtx != nil {
+		if cm.nextCtx != nil { // derived from pluginCtx: the rest of the chain nests under this stage
 			nextCtx, cm.nextCtx = cm.nextCtx, nil
 		}
 		return m.run(nextCtx, cm, i+1)
 	}
-	perr := l.plugin.OnEvent(ctx, l.event, cm, next)
+	perr := l.plugin.OnEvent(pluginCtx, l.event, cm, next)
 	cm.nextCtx = nil // set but not used: it must not leak to another plugin
 	if perr != nil {
 		if perr.Plugin == "" {
@@ -138,4 +146,19 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 	}
 	closeStage(perr != nil && perr.Code != CodeCanceled)
 	return perr
+}
+
+// endStageSpan ends a stage's span with what the stage event says.
+func endStageSpan(span trace.Span, mode string, l link, status, detail string) {
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.ChatpipeMode.String(mode), telemetry.ChatpipePlugin.String(l.plugin.Name()),
+			telemetry.ChatpipeStage.String(string(l.event)), telemetry.ChatpipeStageStatus.String(status))
+		if detail != "" {
+			span.SetAttributes(telemetry.ChatpipeStageDetail.String(detail))
+		}
+		if status == eventbus.StageFailed {
+			span.SetStatus(codes.Error, "stage failed")
+		}
+	}
+	span.End()
 }

@@ -159,6 +159,7 @@ func (r *agentRun) check(call schema.ToolCall) (*tools.Configured, error) {
 func (r *agentRun) call(ctx context.Context, c *tools.Configured, env *tools.Env, index int, call schema.ToolCall) toolOutcome {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.Timeout, errToolTimeout)
 	defer cancel()
+	ctx, span := startToolSpan(ctx, c.Name(), call)
 	done := make(chan toolOutcome, 1)
 	r.stragglers.Add(1)
 	go func() {
@@ -168,6 +169,7 @@ func (r *agentRun) call(ctx context.Context, c *tools.Configured, env *tools.Env
 			if v := recover(); v != nil {
 				o.output = fmt.Sprintf("the tool %s failed unexpectedly", c.Name())
 			}
+			endToolSpan(ctx, span, o.status, o.output)
 			done <- o
 		}()
 		out, err := c.Tool.Run(ctx, env, call.Function.Arguments)

@@ -264,6 +264,7 @@ func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatMan
 	// reader goroutine end whenever this function returns.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	callCtx, call := startModelCall(callCtx, cm, m, "generate", msgs)
 
 	out := &generation{start: start, idPrefix: opts.ToolCallIDPrefix, prompt: msgs, onToolCall: opts.OnToolCall,
 		status: eventbus.ModelCallCompleted}
@@ -274,9 +275,15 @@ func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatMan
 		out.sink = citedBlocks{out}
 	}
 	defer out.blocks.Close() // on every ending, panics included
+	var callErr error
+	defer func() { // the span and the inspector's record, once per call
+		u := out.usageSoFar()
+		call.end(out.ttft, u.PromptTokens, u.CompletionTokens, u.Estimated, out.finish, out.answer.String(), callErr)
+	}()
 
 	first, sr, _, err := llm.StreamWithRetry(callCtx, m, msgs, opts.CallOptions...)
 	if err != nil {
+		callErr = err
 		out.status, _ = llm.MidStream(err)
 		out.fail(ctx, err, m.Name)
 		return out
@@ -292,6 +299,7 @@ func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatMan
 	out.splitter.Flush(out.sink)
 	out.flushCitations()
 	if err != nil && !errors.Is(err, io.EOF) {
+		callErr = err
 		out.endToolCalls(false)
 		out.status, out.retry = llm.MidStream(err)
 		out.retry = out.retry && !out.handedOver

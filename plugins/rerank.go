@@ -114,6 +114,7 @@ func (p *Rerank) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 		cm.SkipStage("no candidates")
 		return next()
 	}
+	next = keptThen(cm, next)
 	if p.scorer == nil {
 		cm.SearchResults = hits[:min(p.cfg.TopK, len(hits))]
 		cm.StageDetail(fmt.Sprintf("none: kept the fused top %d of %d", len(cm.SearchResults), len(hits)))
@@ -141,6 +142,14 @@ func (p *Rerank) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 	}
 	cm.StageDetail(detail)
 	return next()
+}
+
+// keptThen is next, after telling the turn inspector what rerank kept.
+func keptThen(cm *pipeline.ChatManage, next func() *pipeline.PluginError) func() *pipeline.PluginError {
+	return func() *pipeline.PluginError {
+		cm.Inspect.Reranked(inspectKept(cm.SearchResults))
+		return next()
+	}
 }
 
 // selectHits applies the threshold (falling back to the best min_keep),

@@ -51,7 +51,7 @@ func (l *llmScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []p
 
 	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	msg, err := m.Model.Generate(callCtx, []*schema.Message{schema.UserMessage(prompt)}, m.Options...)
+	msg, err := generateTraced(callCtx, cm, m, "rerank", []*schema.Message{schema.UserMessage(prompt)})
 	switch {
 	case err != nil && callCtx.Err() != nil && ctx.Err() == nil:
 		return nil, fmt.Errorf("llm reranker: model %s did not answer within %s", m.Name, l.timeout)

@@ -102,7 +102,7 @@ func (p *Rewrite) rewrite(ctx context.Context, cm *pipeline.ChatManage) (rewritt
 
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	msg, err := m.Model.Generate(callCtx, []*schema.Message{schema.UserMessage(prompt)}, m.Options...)
+	msg, err := generateTraced(callCtx, cm, m, "rewrite", []*schema.Message{schema.UserMessage(prompt)})
 	switch {
 	case ctx.Err() != nil:
 		return "", "cancelled"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -74,6 +75,8 @@ func (p *Search) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 		return next()
 	}
 	cm.SearchResults = resp.Hits
+	cm.Inspect.Searched(inspect.Search{Query: cm.SearchQuery(), Method: resp.Method, Degraded: resp.Degraded,
+		Candidates: inspectCandidates(resp.Hits)})
 	detail := count(len(resp.Hits), "candidate")
 	if resp.Method != "" {
 		detail += " (" + resp.Method + ")"

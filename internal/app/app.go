@@ -41,6 +41,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/pipeline"
 	_ "github.com/chatpipe/chatpipe/plugins" // registers the built-in plugins
 )
@@ -86,6 +87,8 @@ type App struct {
 	watcher      *config.Watcher
 	closing      atomic.Bool
 	mcpClients   *mcpclient.Manager // connections to mcp.servers
+	tracing      *telemetry.Tracing // OpenTelemetry traces (off: the no-op provider)
+	purge        *purgeJob          // deletes turn inspector records past their retention
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -144,9 +147,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 				func() float64 { return float64(mem.Len()) })
 		}
 	}
+	if a.tracing, err = telemetry.New(ctx, tracingOptions(cfg, a.log)); err != nil {
+		_ = a.closeStores()
+		return nil, err
+	}
+	traces, _ := a.history.(history.TraceStore)
 	a.mcpClients = newMCPClients(a.log, a.metrics)
 	a.mcpClients.Apply(cfg.MCP.Servers)
 	a.runs = run.NewManager(run.Options{
+		Tracer:    a.tracing.Tracer(),
+		Traces:    traces,
 		Setup:     a.setup.Load,
 		History:   a.history,
 		Knowledge: a.knowledge,
@@ -171,9 +181,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:    a.log,
 		Ready:     a.ready,
 		MCP:       a.newMCPServer(),
+		Tracer:    a.tracing.Tracer(),
+		Traces:    traces,
 	})
+	if traces != nil {
+		a.purge = startPurge(traces, a.cfg.Load, a.log)
+	}
 	if opts.ConfigPath != "" {
 		if a.watcher, err = config.Watch(opts.ConfigPath, a.apply, a.log); err != nil {
+			a.purge.stop()
+			a.shutdownTracing()
 			a.mcpClients.Close()
 			a.closeStores()
 			return nil, fmt.Errorf("watch %s: %w", opts.ConfigPath, err)
@@ -355,6 +372,12 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 			EveryDeltas: cfg.Stream.PartialSaveDeltas,
 			Interval:    cfg.Stream.PartialSaveInterval,
 		},
+		Inspector: run.InspectorSetup{
+			Enabled:       cfg.Telemetry.Inspector.Enabled,
+			MaxBytes:      cfg.Telemetry.Inspector.MaxBytes,
+			DisabledModes: cfg.Telemetry.Inspector.DisabledModes,
+		},
+		CaptureContent: cfg.Telemetry.CaptureContent,
 	}
 	for _, mode := range slices.Sorted(maps.Keys(chains)) { // sorted: the same error first on every start
 		entries := chains[mode]
@@ -435,6 +458,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	}
 	if old.Log.Format != cfg.Log.Format {
 		keys = append(keys, "log.format")
+	}
+	if !reflect.DeepEqual(old.Telemetry.Traces, cfg.Telemetry.Traces) {
+		keys = append(keys, "telemetry.traces")
 	}
 	return keys
 }
@@ -546,6 +572,8 @@ func (a *App) Close() error {
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
 	a.mcpClients.Close() // after the runs: none can call a tool any more
+	a.purge.stop()
+	a.shutdownTracing() // after the runs: their last spans are exported
 	if a.cluster != nil {
 		_ = a.cluster.Close() // before the stores: it uses the Redis client
 	}

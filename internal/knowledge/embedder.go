@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 )
 
 // We speak /v1/embeddings ourselves rather than through eino-ext's
@@ -102,10 +103,13 @@ type embeddingsResponse struct {
 		Index     int       `json:"index"`
 		Embedding []float64 `json:"embedding"`
 	} `json:"data"`
+	Usage struct {
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
 }
 
 // EmbedStrings returns one vector per text, in order. Errors are
-// *llm.ProviderError.
+// *llm.ProviderError. Each call is a span (GenAI embeddings).
 func (e *OpenAIEmbedder) EmbedStrings(ctx context.Context, texts []string, opts ...embedding.Option) ([][]float64, error) {
 	if len(texts) == 0 {
 		return nil, nil
@@ -114,9 +118,20 @@ func (e *OpenAIEmbedder) EmbedStrings(ctx context.Context, texts []string, opts 
 	if o := embedding.GetCommonOptions(nil, opts...); o.Model != nil && *o.Model != "" {
 		model = *o.Model
 	}
+	ctx, call := telemetry.StartModelCall(ctx, "embeddings", "openai", model, "knowledge.embedding")
+	if call.Recording() {
+		call.Span().SetAttributes(telemetry.GenAIEmbeddingsInputs.Int(len(texts)))
+	}
+	vectors, tokens, err := e.embed(ctx, model, texts)
+	call.End(tokens, 0, false, "", err)
+	return vectors, err
+}
+
+// embed is one embeddings request; tokens is the provider's count of input tokens.
+func (e *OpenAIEmbedder) embed(ctx context.Context, model string, texts []string) (_ [][]float64, tokens int, _ error) {
 	body, err := json.Marshal(embeddingsRequest{Model: model, Input: texts, Dimensions: e.dimensions, EncodingFormat: "float"})
 	if err != nil {
-		return nil, &llm.ProviderError{Host: e.host, Err: err}
+		return nil, 0, &llm.ProviderError{Host: e.host, Err: err}
 	}
 	if e.timeout > 0 {
 		var cancel context.CancelFunc
@@ -125,41 +140,41 @@ func (e *OpenAIEmbedder) EmbedStrings(ctx context.Context, texts []string, opts 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, &llm.ProviderError{Host: e.host, Err: err}
+		return nil, 0, &llm.ProviderError{Host: e.host, Err: err}
 	}
 	req.Header = e.header.Clone()
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, e.networkError(ctx, err)
+		return nil, 0, e.networkError(ctx, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxEmbeddingResponseBytes+1))
 	if err != nil {
-		return nil, e.networkError(ctx, err)
+		return nil, 0, e.networkError(ctx, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, e.statusError(resp, raw)
+		return nil, 0, e.statusError(resp, raw)
 	}
 	if len(raw) > maxEmbeddingResponseBytes {
-		return nil, &llm.ProviderError{Host: e.host, Message: "embeddings response too large"}
+		return nil, 0, &llm.ProviderError{Host: e.host, Message: "embeddings response too large"}
 	}
 	var out embeddingsResponse
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, &llm.ProviderError{Host: e.host, Message: "embeddings response is not valid JSON", Err: err}
+		return nil, 0, &llm.ProviderError{Host: e.host, Message: "embeddings response is not valid JSON", Err: err}
 	}
 	vectors := make([][]float64, len(texts))
 	for _, d := range out.Data {
 		if d.Index < 0 || d.Index >= len(texts) || vectors[d.Index] != nil || len(d.Embedding) == 0 {
-			return nil, &llm.ProviderError{Host: e.host, Message: fmt.Sprintf("embeddings response has a bad entry at index %d", d.Index)}
+			return nil, 0, &llm.ProviderError{Host: e.host, Message: fmt.Sprintf("embeddings response has a bad entry at index %d", d.Index)}
 		}
 		vectors[d.Index] = d.Embedding
 	}
 	for i, v := range vectors {
 		if v == nil {
-			return nil, &llm.ProviderError{Host: e.host, Message: fmt.Sprintf("embeddings response lacks index %d of %d", i, len(texts))}
+			return nil, 0, &llm.ProviderError{Host: e.host, Message: fmt.Sprintf("embeddings response lacks index %d of %d", i, len(texts))}
 		}
 	}
-	return vectors, nil
+	return vectors, out.Usage.PromptTokens, nil
 }
 
 func (e *OpenAIEmbedder) networkError(ctx context.Context, err error) *llm.ProviderError {

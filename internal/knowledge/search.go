@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -49,6 +50,25 @@ const (
 // search fails, Search degrades to keyword-only and says so in Degraded;
 // it returns an error only when no ranking could run (or ctx ended).
 func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+	ctx, span := telemetry.Start(ctx, "knowledge.search")
+	resp, err := s.search(ctx, req)
+	if span.IsRecording() {
+		top := 0.0
+		if len(resp.Hits) > 0 {
+			top = resp.Hits[0].Score
+		}
+		span.SetAttributes(telemetry.ChatpipeSearchMethod.String(resp.Method),
+			telemetry.ChatpipeSearchResults.Int(len(resp.Hits)), telemetry.ChatpipeSearchTopScore.Float64(top))
+		if resp.Degraded != "" {
+			span.SetAttributes(telemetry.ChatpipeSearchDegraded.String(resp.Degraded))
+		}
+		telemetry.Fail(span, "search_error", err)
+	}
+	span.End()
+	return resp, err
+}
+
+func (s *Service) search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
 	p := s.searchParams(req)
 	resp := pipeline.SearchResponse{Hits: []pipeline.SearchHit{}, Method: p.method()}
 	query := strings.TrimSpace(req.Query)

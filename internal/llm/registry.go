@@ -105,7 +105,7 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*pipeline.Ch
 	if timeout == 0 {
 		timeout = DefaultHeaderTimeout
 	}
-	cm := &pipeline.ChatModel{Name: name, Provider: provider, Retries: retries,
+	cm := &pipeline.ChatModel{Name: name, Provider: provider, ModelID: cmp.Or(m.Model, name), Retries: retries,
 		StreamAttempts: cmp.Or(m.StreamRetry.Attempts, DefaultStreamAttempts)}
 	if m.Temperature != nil {
 		cm.Options = append(cm.Options, model.WithTemperature(*m.Temperature))

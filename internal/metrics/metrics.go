@@ -28,6 +28,7 @@ type Metrics struct {
 	ttft          *prometheus.HistogramVec
 	perToken      *prometheus.HistogramVec
 	stage         *prometheus.HistogramVec
+	pluginStage   *prometheus.HistogramVec
 	streams       *prometheus.CounterVec
 	active        prometheus.Gauge
 	tokens        *prometheus.CounterVec
@@ -56,6 +57,9 @@ func New() *Metrics {
 	m.stage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "chatpipe_stage_duration_seconds", Help: "Time each pipeline stage took.",
 		Buckets: latencyBuckets}, []string{"stage", "status"})
+	m.pluginStage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "chatpipe_plugin_stage_duration_seconds", Help: "Time each plugin took at each stage, per chat mode (exemplars carry the trace id).",
+		Buckets: latencyBuckets}, []string{"mode", "plugin", "stage", "status"})
 	m.streams = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatpipe_streams_total", Help: "Finished streams by mode and status (completed, stopped, failed)."},
 		[]string{"mode", "status"})
@@ -81,7 +85,7 @@ func New() *Metrics {
 	m.httpDurations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "chatpipe_http_request_duration_seconds", Help: "HTTP request duration (a streamed answer counts to its end).",
 		Buckets: latencyBuckets}, []string{"route", "method"})
-	for _, c := range []prometheus.Collector{m.ttft, m.perToken, m.stage, m.streams, m.active, m.tokens, m.estimated, m.errors,
+	for _, c := range []prometheus.Collector{m.ttft, m.perToken, m.stage, m.pluginStage, m.streams, m.active, m.tokens, m.estimated, m.errors,
 		m.sseEvents, m.sseBytes, m.httpRequests, m.httpDurations,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -90,9 +94,12 @@ func New() *Metrics {
 	return m
 }
 
-// Handler serves the metrics in the Prometheus text format.
+// Handler serves the metrics in the Prometheus text format, or in
+// OpenMetrics to a scraper that asks for it (Accept:
+// application/openmetrics-text) — the format that carries exemplars,
+// which link the duration histograms to trace ids.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // GaugeFunc registers a gauge read at scrape time (e.g. the stream store's size).
@@ -120,25 +127,43 @@ func (m *Metrics) SSEWritten(events, bytes int) {
 func (m *Metrics) Observer() run.Observer {
 	return func(bus *eventbus.Bus, info run.Info) {
 		o := &streamObserver{m: m, mode: info.Mode}
+		if info.TraceID != "" {
+			o.exemplar = prometheus.Labels{"trace_id": info.TraceID}
+		}
 		m.active.Inc()
 		bus.Subscribe(o.handle, eventbus.TypeStage, eventbus.TypeUsage, eventbus.TypeError, eventbus.TypeStreamFinished)
 	}
 }
 
 type streamObserver struct {
-	m    *Metrics
-	mode string
+	m        *Metrics
+	mode     string
+	exemplar prometheus.Labels // the stream's trace id; nil without tracing
+}
+
+// observe records v in h, with the stream's trace id as exemplar when
+// there is one.
+func (o *streamObserver) observe(h prometheus.Observer, v float64) {
+	if eo, ok := h.(prometheus.ExemplarObserver); ok && o.exemplar != nil {
+		eo.ObserveWithExemplar(v, o.exemplar)
+		return
+	}
+	h.Observe(v)
 }
 
 func (o *streamObserver) handle(ev *eventbus.Event) {
 	switch p := ev.Payload.(type) {
 	case eventbus.Stage:
 		if p.Status != eventbus.StageStarted {
-			o.m.stage.WithLabelValues(p.Name, p.Status).Observe(float64(p.ElapsedMS) / 1000)
+			secs := float64(p.ElapsedMS) / 1000
+			o.observe(o.m.stage.WithLabelValues(p.Name, p.Status), secs)
+			if p.Plugin != "" {
+				o.observe(o.m.pluginStage.WithLabelValues(o.mode, p.Plugin, p.Name, p.Status), secs)
+			}
 		}
 	case eventbus.Usage:
 		if p.TTFTMS > 0 || p.CompletionTokens > 0 { // 0 ms with tokens: a sub-millisecond first token
-			o.m.ttft.WithLabelValues(o.mode).Observe(float64(p.TTFTMS) / 1000)
+			o.observe(o.m.ttft.WithLabelValues(o.mode), float64(p.TTFTMS)/1000)
 		}
 		if p.CompletionTokens > 1 && p.TotalMS > p.TTFTMS {
 			o.m.perToken.WithLabelValues(o.mode).Observe(float64(p.TotalMS-p.TTFTMS) / 1000 / float64(p.CompletionTokens-1))

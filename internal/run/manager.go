@@ -15,13 +15,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
+	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -59,6 +62,10 @@ type Setup struct {
 	Redact *secrets.Redactor
 	// PartialSaves writes answers to the history store while they stream.
 	PartialSaves PartialSaves
+	// Inspector records what each stage did, saved with the answer.
+	Inspector InspectorSetup
+	// CaptureContent lets prompt and answer text into spans.
+	CaptureContent bool
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -71,6 +78,7 @@ type Info struct {
 	UserMessageID string
 	Mode          string
 	TenantID      string // whose run it is: stop and resume of a stateless run check it
+	TraceID       string // the OpenTelemetry trace of the run ("" when none)
 }
 
 // Options configure a Manager.
@@ -87,6 +95,10 @@ type Options struct {
 	Cluster *cluster.Coordinator
 	// RemoteTools are MCP servers' tools (nil = none configured).
 	RemoteTools pipeline.RemoteTools
+	// Tracer starts each generation's span (nil = no tracing).
+	Tracer trace.Tracer
+	// Traces saves the turn inspector's records (nil = not saved).
+	Traces history.TraceStore
 }
 
 // Manager starts runs and tracks the live ones.
@@ -113,8 +125,13 @@ type Run struct {
 	approvals *approvals   // tool calls waiting for the user's decision
 
 	doneMu    sync.Mutex
-	ended     bool     // done is closed
-	afterDone []func() // called once done is closed
+	ended     bool       // done is closed
+	afterDone []func()   // called once done is closed
+	span      trace.Span // the generation's span, ended when its stream is finished
+	// inspect gathers the turn inspector's record (nil = off), saved
+	// bounded to inspectMax bytes.
+	inspect    *inspect.Recorder
+	inspectMax int
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -289,9 +306,16 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		m.failReserved(assistantID, "The answer could not be started.")
 		return nil, err
 	}
+
 	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsgID, Mode: mode, TenantID: sess.TenantID}
-	log := m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID))
-	r, runCtx, g, p := m.launch(info, setup, log, true)
+	span := m.startSpan(ctx, info)
+	info.TraceID = traceID(span)
+	log := withTrace(m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID)), span)
+	var rec *inspect.Recorder
+	if setup.Inspector.on(mode) && m.opts.Traces != nil {
+		rec = inspect.NewRecorder(assistantID, mode, question, info.TraceID)
+	}
+	r, runCtx, g, p := m.launch(info, setup, log, true, span, rec)
 	cm := &pipeline.ChatManage{
 		TenantID:      sess.TenantID,
 		SessionID:     sess.ID,
@@ -307,9 +331,10 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		Approvals:     r.approvals,
 		Logger:        log,
 		RemoteTools:   m.opts.RemoteTools,
+		Inspect:       rec,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
-		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode,
+		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode, TraceID: info.TraceID,
 	}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
@@ -330,7 +355,12 @@ func (m *Manager) admit() error {
 // launch wires a new stream's bus (recorder first, persister, logger,
 // observers), gives the run its own cancellable context and registers it
 // where Stop finds it. The stream must already exist in the store.
-func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool) (*Run, context.Context, *guard, *persister) {
+//
+// span is the generation's span (the run's context carries it, so every
+// span of the chain joins the request's trace); turn, when set, is
+// subscribed to gather the turn inspector's record.
+func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool, span trace.Span,
+	turn *inspect.Recorder) (*Run, context.Context, *guard, *persister) {
 	bus := eventbus.NewBus()
 	rec := stream.NewRecorder(m.opts.Streams, info.StreamID, func(err error) {
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
@@ -340,18 +370,23 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 	bus.Subscribe(p.handle, persistedTypes...)
 	sl := &streamLogger{log: log, start: time.Now()}
 	bus.Subscribe(sl.handle, loggedTypes...)
+	if turn != nil {
+		bus.Subscribe(inspectorHandler(turn), inspectedTypes...)
+	}
 	for _, o := range m.opts.Observers {
 		o(bus, info)
 	}
 
-	runCtx, cancel := context.WithCancelCause(context.Background())
+	base := telemetry.WithCaptureContent(trace.ContextWithSpan(context.Background(), span), setup.CaptureContent)
+	runCtx, cancel := context.WithCancelCause(base)
 	if setup.MaxDuration > 0 {
 		var stopTimer context.CancelFunc
 		runCtx, stopTimer = context.WithTimeoutCause(runCtx, setup.MaxDuration, ErrTooLong)
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
-	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals(),
+		span: span, inspect: turn, inspectMax: setup.Inspector.MaxBytes}
 	if persist {
 		r.partial = setup.PartialSaves
 	}
@@ -366,7 +401,9 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	g *guard, p *persister, log *zap.Logger) {
 	defer m.wg.Done()
 	defer r.end()
+	status := ""
 	defer func() {
+		endSpan(r.span, status) // first: a run no longer active has ended its span
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()
@@ -396,6 +433,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		f := p.final(status)
 		f.Model = cm.AnswerModel
 		m.saveAnswer(ctx, r.StreamID, f, g, log)
+		m.saveInspection(saveCtx, r, status, log)
 	}
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {

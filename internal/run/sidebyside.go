@@ -86,8 +86,10 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 	}
 
 	info := Info{StreamID: streamID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode, TenantID: sess.TenantID}
-	log := m.log.With(zap.String("stream_id", streamID), zap.String("session_id", sess.ID), zap.Strings("models", req.Models))
-	r, runCtx, g, p := m.launch(info, setup, log, true)
+	span := m.startSpan(ctx, info)
+	info.TraceID = traceID(span)
+	log := withTrace(m.log.With(zap.String("stream_id", streamID), zap.String("session_id", sess.ID), zap.Strings("models", req.Models)), span)
+	r, runCtx, g, p := m.launch(info, setup, log, true, span, nil)
 	parts := make([]*part, len(req.Models))
 	answers := make([]eventbus.ModelAnswer, len(req.Models))
 	for i, name := range req.Models {
@@ -120,7 +122,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
-		SessionID: sess.ID, MessageID: streamID, UserMessageID: userMsg.ID, Mode: mode, Models: answers,
+		SessionID: sess.ID, MessageID: streamID, UserMessageID: userMsg.ID, Mode: mode, Models: answers, TraceID: info.TraceID,
 	}))
 	go m.executeSideBySide(runCtx, r, chain, parts, g, log)
 	return r, nil
@@ -134,6 +136,7 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	defer m.wg.Done()
 	defer r.end()
 	defer func() {
+		endSpan(r.span, "") // first: a run no longer active has ended its span
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()

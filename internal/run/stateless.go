@@ -49,8 +49,10 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 
 	tenant := cmp.Or(req.TenantID, history.DefaultTenant)
 	info := Info{StreamID: id, Mode: mode, TenantID: tenant}
-	log := m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true))
-	r, runCtx, g, p := m.launch(info, setup, log, false)
+	span := m.startSpan(ctx, info)
+	info.TraceID = traceID(span)
+	log := withTrace(m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true)), span)
+	r, runCtx, g, p := m.launch(info, setup, log, false, span, nil)
 	cm := &pipeline.ChatManage{
 		TenantID:      tenant,
 		MessageID:     id,
@@ -65,7 +67,7 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 		RemoteTools:   m.opts.RemoteTools,
 		NoStreamRetry: req.NoStreamRetry,
 	}
-	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode}))
+	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode, TraceID: info.TraceID}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
 }
