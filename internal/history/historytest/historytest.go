@@ -20,7 +20,8 @@ import (
 // store when its subtest ends.
 func Run(t *testing.T, open func(t *testing.T) history.Store) {
 	t.Helper()
-	groups := [][]test{sessionTests, turnTests, readTests, contentTests, concurrencyTests, answerTests, partialTests}
+	groups := [][]test{sessionTests, turnTests, readTests, contentTests, concurrencyTests, answerTests, partialTests,
+		metaTests}
 	for _, tc := range slices.Concat(groups...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
