@@ -19,6 +19,9 @@ func init() { pipeline.Register("load_history", newLoadHistory) }
 type LoadHistoryConfig struct {
 	MaxRounds int `mapstructure:"max_rounds"` // question/answer pairs to keep
 	MaxTokens int `mapstructure:"max_tokens"` // budget for the kept history
+	// Compaction summarises older turns instead of dropping them
+	// (history_compaction.go).
+	Compaction CompactionConfig `mapstructure:"compaction"`
 }
 
 // LoadHistory puts the session's last rounds into ChatManage.History,
@@ -28,8 +31,11 @@ type LoadHistoryConfig struct {
 type LoadHistory struct{ cfg LoadHistoryConfig }
 
 func newLoadHistory(c pipeline.PluginConfig) (pipeline.Plugin, error) {
-	cfg := LoadHistoryConfig{MaxRounds: 5, MaxTokens: 3000}
+	cfg := LoadHistoryConfig{MaxRounds: 5, MaxTokens: 3000, Compaction: defaultCompaction()}
 	if err := c.Decode(&cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Compaction.check(c.Key); err != nil {
 		return nil, err
 	}
 	if cfg.MaxRounds < 0 || cfg.MaxTokens < 0 {
@@ -53,7 +59,11 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 		cm.SkipStage("history disabled")
 		return next()
 	}
-	msgs, err := cm.Messages.RecentMessages(ctx, cm.SessionID, cm.UserMessageID, 2*p.cfg.MaxRounds)
+	limit := 2 * p.cfg.MaxRounds
+	if p.cfg.Compaction.Enabled {
+		limit = 0 // what is past max_rounds is summarised, not dropped
+	}
+	msgs, err := cm.Messages.RecentMessages(ctx, cm.SessionID, cm.UserMessageID, limit)
 	if err != nil {
 		if perr := pipeline.Canceled(ctx); perr != nil {
 			return perr
@@ -62,9 +72,17 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 		cm.StageDetail("history unavailable; answering without it")
 		return next()
 	}
-	cm.History = fitHistory(msgs, p.cfg.MaxTokens)
+	msgs, summary := summarised(ctx, cm, msgs)
+	if summary != nil {
+		cm.HistorySummary = summary.Content
+	}
+	cm.History = fitHistory(msgs[max(0, len(msgs)-2*p.cfg.MaxRounds):], p.cfg.MaxTokens)
 	cm.StageDetail(fmt.Sprintf("%d messages", len(cm.History)))
-	return next()
+	if perr := next(); perr != nil {
+		return perr
+	}
+	p.compactAfter(cm, summary, msgs) // after the turn, off the token path
+	return nil
 }
 
 // fitHistory keeps the newest messages whose estimated size fits budget,
