@@ -552,7 +552,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
-	a.jobs.Close(ctx) // after the runs: none can start a job any more
+	a.jobs.Close(ctx)    // after the runs: none can start a job any more
 	a.mcpClients.Close() // after the runs: none can call a tool any more
 	if a.cluster != nil {
 		_ = a.cluster.Close() // before the stores: it uses the Redis client
