@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -50,12 +51,13 @@ func (b *background) Go(kind string, job func(ctx context.Context) ([]eventbus.E
 }
 
 // awaitJobs waits until every job the run started has ended, or wait has
-// passed; jobs still running then go on without the stream.
-func (b *background) awaitJobs(wait time.Duration) {
+// passed; jobs still running then go on without the stream. A run ended
+// by the server shutting down does not wait.
+func (b *background) awaitJobs(runCtx context.Context, wait time.Duration) {
 	b.mu.Lock()
 	started := b.started
 	b.mu.Unlock()
-	if len(started) == 0 || wait <= 0 {
+	if len(started) == 0 || wait <= 0 || errors.Is(context.Cause(runCtx), ErrShutdown) {
 		return
 	}
 	timer := time.NewTimer(wait)

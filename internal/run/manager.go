@@ -310,9 +310,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	if r.persist {
 		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
 	}
-	if !errors.Is(context.Cause(ctx), ErrShutdown) {
-		r.bg.awaitJobs(r.jobsWait) // the answer is saved: only stream.finished waits for their events
-	}
+	r.bg.awaitJobs(ctx, r.jobsWait) // the answer is saved: only stream.finished waits for their events
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
