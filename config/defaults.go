@@ -190,6 +190,7 @@ func builtinDefaults() map[string]any {
 			"load_history": map[string]any{
 				"max_rounds": 5,
 				"max_tokens": 3000,
+				"tool_calls": false,
 				"compaction": map[string]any{
 					"enabled":       true,
 					"model":         "",

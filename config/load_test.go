@@ -104,7 +104,7 @@ func TestLoadWithoutDefaultFileRunsOnBuiltinDefaults(t *testing.T) {
 			"chat":  {"load_history", "chat_completion_stream"},
 			"agent": {"load_history", "agent_loop"},
 		}},
-		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000,
+		{"plugins.load_history", cfg.Plugins["load_history"], map[string]any{"max_rounds": 5, "max_tokens": 3000, "tool_calls": false,
 			"compaction": map[string]any{"enabled": true, "model": "", "budget_tokens": 0, "keep_rounds": 2, "timeout": "60s",
 				"prompt": DefaultCompactionPrompt}}},
 		{"plugins.rewrite.model", cfg.Plugins["rewrite"]["model"], "default"},

@@ -317,3 +317,38 @@ func BenchmarkTimeToFirstAnswerByteTitles(b *testing.B) {
 		})
 	}
 }
+
+func TestARenamedSessionKeepsItsTitle(t *testing.T) {
+	h := newHarness(t, withTitles)
+	gate := providertest.NewGate()
+	title := providertest.Script{Chunks: providertest.Answer("Generated title", 2), HoldHeaders: gate}
+	answersFor(h.provider, 0, title, providertest.Script{})
+	t.Cleanup(gate.Release)
+
+	// Renamed while its title is being generated: the generated one loses.
+	sess := h.newSession()
+	s := h.ask(sess, "What is a stream?")
+	if err := gate.WaitReached(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.call("PATCH", "/api/v1/sessions/"+sess, `{"title":"My own name"}`, nil); code != http.StatusOK {
+		t.Fatalf("rename: %d", code)
+	}
+	gate.Release()
+	evs := s.all()
+	if _, ok := payloadOf[eventbus.SessionUpdated](t, evs, eventbus.TypeSessionUpdated); ok {
+		t.Fatalf("session.updated after a rename: %v", types(evs))
+	}
+	if got := h.session(sess); got.Title != "My own name" || got.TitleSource != "user" {
+		t.Fatalf("session %+v", got)
+	}
+
+	// Named at creation: no title is generated at all.
+	before := len(requestsWith(h.provider, titleMarker))
+	named := h.createSession() // {"title":"test"}
+	evs = h.ask(named, "And a resume?").all()
+	if _, ok := payloadOf[eventbus.SessionUpdated](t, evs, eventbus.TypeSessionUpdated); ok ||
+		len(requestsWith(h.provider, titleMarker)) != before || h.session(named).Title != "test" {
+		t.Fatalf("a session named at creation got a title: %v, %q", types(evs), h.session(named).Title)
+	}
+}
