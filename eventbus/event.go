@@ -68,6 +68,17 @@ const (
 	// then finished or failed, with its question (carries the origin of
 	// the sub-researcher it is about).
 	TypeResearchSubagent Type = "research.subagent"
+	// Session metadata and history compaction: model jobs that run after a
+	// turn, off the token path. Their events come before stream.finished when
+	// the job ends while the stream is open (the run waits a bounded time for
+	// it, see background.stream_wait); otherwise the result is only saved and
+	// shows on the next read.
+	// TypeSessionUpdated says the session changed while the answer
+	// streamed: its generated title.
+	TypeSessionUpdated Type = "session.updated"
+	// TypeHistoryCompacted says older messages of the session were
+	// summarised: later prompts send the summary in their place.
+	TypeHistoryCompacted Type = "history.compacted"
 )
 
 // AllTypes lists the built-in types, in wire-contract order.
@@ -79,7 +90,7 @@ var AllTypes = []Type{
 	TypeToolCallApprovalRequest, TypeToolCallApprovalDecision,
 	TypeModelCallStarted, TypeModelCallFinished, TypeToolCallOutputDelta,
 	TypeResearchPlan, TypeResearchSubagent,
-	TypeUsage, TypeError, TypeStreamFinished,
+	TypeUsage, TypeError, TypeSessionUpdated, TypeHistoryCompacted, TypeStreamFinished,
 }
 
 // Stream statuses carried by stream.finished and saved on the assistant message.
@@ -321,6 +332,29 @@ func (ModelCall) isPayload()      {}
 func (ToolOutput) isPayload()     {}
 func (Error) isPayload()          {}
 func (Finished) isPayload()       {}
+
+// SessionUpdated is the payload of session.updated.
+type SessionUpdated struct {
+	SessionID string `json:"session_id"`
+	Title     string `json:"title"`
+	// TitleSource is "generated" (by the model) or "fallback" (the
+	// question, trimmed: the model is the demo one or failed).
+	TitleSource string `json:"title_source"`
+}
+
+// HistoryCompacted is the payload of history.compacted.
+type HistoryCompacted struct {
+	SessionID     string `json:"session_id"`
+	SummaryID     string `json:"summary_id"`
+	FromMessageID string `json:"from_message_id"` // the first message the summary covers
+	ToMessageID   string `json:"to_message_id"`   // the last one
+	Messages      int    `json:"messages"`        // how many it covers
+	TokensBefore  int    `json:"tokens_before"`   // estimated tokens of what it replaces
+	TokensAfter   int    `json:"tokens_after"`    // estimated tokens of the summary
+}
+
+func (SessionUpdated) isPayload()   {}
+func (HistoryCompacted) isPayload() {}
 
 // ResearchPlan is the payload of research.plan.
 type ResearchPlan struct {

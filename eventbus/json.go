@@ -189,6 +189,10 @@ func Decode(data []byte) (Event, error) {
 		ev.Payload, err = decodeAs[ResearchPlan](data)
 	case TypeResearchSubagent:
 		ev.Payload, err = decodeAs[ResearchSubagent](data)
+	case TypeSessionUpdated:
+		ev.Payload, err = decodeAs[SessionUpdated](data)
+	case TypeHistoryCompacted:
+		ev.Payload, err = decodeAs[HistoryCompacted](data)
 	case TypeResyncRequired:
 	default:
 		var m map[string]any

@@ -57,6 +57,8 @@ type MessageJSON struct {
 	Stages    []history.StageTiming `json:"stages,omitempty"`
 	Cited     []int                 `json:"cited,omitempty"`
 	CreatedAt string                `json:"created_at"`
+	// Feedback is the user's rating of an answer; null when none.
+	Feedback *FeedbackJSON `json:"feedback"`
 }
 
 func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -109,6 +109,10 @@ func (h *Handler) listMessages(c *gin.Context) {
 	for i, m := range msgs {
 		out[i] = t.json(m)
 	}
+	if err := h.attachFeedback(c, out); err != nil {
+		h.internal(c, "read feedback", err)
+		return
+	}
 	c.JSON(http.StatusOK, gin.H{"messages": out})
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/history/pgstore"
 	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/jobs"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	kpgstore "github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
 	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -89,6 +90,7 @@ type App struct {
 	mcpClients   *mcpclient.Manager // connections to mcp.servers
 	tracing      *telemetry.Tracing // OpenTelemetry traces (off: the no-op provider)
 	purge        *purgeJob          // deletes turn inspector records past their retention
+	jobs         *jobs.Runner       // model jobs after a turn: titles, history compaction
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -154,6 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	traces, _ := a.history.(history.TraceStore)
 	a.mcpClients = newMCPClients(a.log, a.metrics)
 	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.jobs = jobs.New(cfg.Background.MaxJobs, a.log, a.countJob)
 	a.runs = run.NewManager(run.Options{
 		Tracer:    a.tracing.Tracer(),
 		Traces:    traces,
@@ -167,6 +170,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Cluster:   a.cluster,
 
 		RemoteTools: a.mcpClients,
+		Jobs:        a.jobs,
 	})
 	close(a.started)
 	a.handler = handler.New(handler.Deps{
@@ -378,6 +382,8 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 			DisabledModes: cfg.Telemetry.Inspector.DisabledModes,
 		},
 		CaptureContent: cfg.Telemetry.CaptureContent,
+		Titles:         titles(cfg),
+		JobsWait:       cfg.Background.StreamWait,
 	}
 	for _, mode := range slices.Sorted(maps.Keys(chains)) { // sorted: the same error first on every start
 		entries := chains[mode]
@@ -544,6 +550,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		httpDone <- srv.Shutdown(hctx)
 	}()
 	a.runs.Shutdown(grace)
+	a.jobs.Close(grace) // titles and summaries still being written get what is left of the grace
 	if err := <-httpDone; err != nil {
 		_ = srv.Close()
 	}
@@ -571,6 +578,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
+	a.jobs.Close(ctx)    // after the runs: none can start a job any more
 	a.mcpClients.Close() // after the runs: none can call a tool any more
 	a.purge.stop()
 	a.shutdownTracing() // after the runs: their last spans are exported
@@ -594,4 +602,22 @@ func (a *App) closeStores() error {
 	errs = append(errs, a.history.Close())
 	_ = a.log.Sync()
 	return errors.Join(errs...)
+}
+
+// titles maps titles: onto the run's settings: model "" is the model
+// named default when there is one.
+func titles(cfg *config.Config) run.Titles {
+	t := run.Titles{Enabled: cfg.Titles.Enabled, Model: cfg.Titles.Model, Prompt: cfg.Titles.Prompt,
+		MaxChars: cfg.Titles.MaxChars, Timeout: cfg.Titles.Timeout}
+	if _, ok := cfg.Models["default"]; ok && t.Model == "" {
+		t.Model = "default"
+	}
+	return t
+}
+
+// countJob counts how a background job ended, when metrics are on.
+func (a *App) countJob(kind, outcome string) {
+	if a.metrics != nil {
+		a.metrics.Job(kind, outcome)
+	}
 }

@@ -211,6 +211,10 @@ type Store interface {
 	// generation can reach, so they never fail each other's answers.
 	FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error)
 
+	// Feedback on answers and summaries of compacted history (meta.go).
+	FeedbackStore
+	SummaryStore
+
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -38,7 +38,8 @@ type Metrics struct {
 	sseBytes      prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
-	mcp           mcpMetrics // mcp.go
+	mcp           mcpMetrics  // mcp.go
+	meta          metaMetrics // meta.go
 }
 
 // latencyBuckets span a fast stage (1 ms) to a long generation (2 min).
@@ -91,6 +92,7 @@ func New() *Metrics {
 		f(c)
 	}
 	m.registerMCP()
+	m.registerMeta()
 	return m
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/inspect"
+	"github.com/chatpipe/chatpipe/internal/jobs"
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
@@ -66,6 +67,11 @@ type Setup struct {
 	Inspector InspectorSetup
 	// CaptureContent lets prompt and answer text into spans.
 	CaptureContent bool
+	// Titles name a session after its first question (title.go).
+	Titles Titles
+	// JobsWait is how long a finished answer's stream stays open for the
+	// background jobs of its run (their events); 0 = never wait.
+	JobsWait time.Duration
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -99,6 +105,9 @@ type Options struct {
 	Tracer trace.Tracer
 	// Traces saves the turn inspector's records (nil = not saved).
 	Traces history.TraceStore
+	// Jobs runs the model jobs that follow a turn (titles, compaction);
+	// nil = none run. Its owner closes it after Shutdown.
+	Jobs *jobs.Runner
 }
 
 // Manager starts runs and tracks the live ones.
@@ -132,6 +141,10 @@ type Run struct {
 	// bounded to inspectMax bytes.
 	inspect    *inspect.Recorder
 	inspectMax int
+	bg         *background // model jobs the run started (title, compaction)
+	// startTitle starts the session's title job, once (nil: no title).
+	startTitle func()
+	jobsWait   time.Duration
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -332,10 +345,15 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		Logger:        log,
 		RemoteTools:   m.opts.RemoteTools,
 		Inspect:       rec,
+		Background:    r.bg,
+		Summaries:     summaryStore{m.opts.History},
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode, TraceID: info.TraceID,
 	}))
+	if setup.Titles.Enabled && sess.TitleSource == history.TitleDefault {
+		m.titleAfterFirstToken(r, g, setup.Titles, setup.Models, sess.ID, question)
+	}
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
 }
@@ -385,15 +403,17 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool,
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
+	g := newGuard(bus, setup.Redact)
 	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals(),
-		span: span, inspect: turn, inspectMax: setup.Inspector.MaxBytes}
+		span: span, inspect: turn, inspectMax: setup.Inspector.MaxBytes,
+		bg: &background{runner: m.opts.Jobs, g: g, log: log}, jobsWait: setup.JobsWait}
 	if persist {
 		r.partial = setup.PartialSaves
 	}
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
-	return r, runCtx, newGuard(bus, setup.Redact), p
+	return r, runCtx, g, p
 }
 
 // execute runs the chain and finishes the stream; it owns one wg slot.
@@ -435,6 +455,10 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		m.saveAnswer(ctx, r.StreamID, f, g, log)
 		m.saveInspection(saveCtx, r, status, log)
 	}
+	if r.startTitle != nil {
+		r.startTitle() // no token went out: the title is written now
+	}
+	r.bg.awaitJobs(ctx, r.jobsWait) // the answer is saved: only stream.finished waits for their events
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
@@ -686,7 +710,7 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string, lim
 	}
 	out := make([]pipeline.HistoryMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
+		out[i] = pipeline.HistoryMessage{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
 		if m.Record != nil {
 			for _, c := range m.Record.ToolCalls {
 				out[i].ToolCalls = append(out[i].ToolCalls, pipeline.HistoryToolCall{
@@ -695,4 +719,26 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string, lim
 		}
 	}
 	return out, nil
+}
+
+// summaryStore adapts the history store to the pipeline's SummaryStore.
+type summaryStore struct{ store history.Store }
+
+func (s summaryStore) Summaries(ctx context.Context, sessionID string, limit int) ([]pipeline.HistorySummary, error) {
+	list, err := s.store.Summaries(ctx, sessionID, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.HistorySummary, len(list))
+	for i, sum := range list {
+		out[i] = pipeline.HistorySummary{ID: sum.ID, FromMessageID: sum.FromMessageID, ToMessageID: sum.ToMessageID,
+			Messages: sum.Messages, Content: sum.Content, Model: sum.Model}
+	}
+	return out, nil
+}
+
+func (s summaryStore) SaveSummary(ctx context.Context, sessionID string, sum pipeline.HistorySummary) error {
+	_, err := s.store.SaveSummary(ctx, history.Summary{ID: sum.ID, SessionID: sessionID, FromMessageID: sum.FromMessageID,
+		ToMessageID: sum.ToMessageID, Messages: sum.Messages, Content: sum.Content, Model: sum.Model})
+	return err
 }

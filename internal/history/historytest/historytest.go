@@ -21,7 +21,7 @@ import (
 func Run(t *testing.T, open func(t *testing.T) history.Store) {
 	t.Helper()
 	groups := [][]test{sessionTests, turnTests, readTests, contentTests, concurrencyTests, answerTests, partialTests,
-		treeTests, titleTests, traceTests}
+		treeTests, titleTests, traceTests, metaTests}
 	for _, tc := range slices.Concat(groups...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
