@@ -92,6 +92,9 @@ func New(deps Deps) http.Handler {
 	api.GET("/streams/:id", h.resumeAnyStream)     // sessions' streams and live stateless ones
 	api.POST("/streams/:id/stop", h.stopAnyStream) // likewise
 	api.POST("/streams/:id/approvals/:tool_call_id", h.decideApproval)
+	api.PUT("/messages/:id/feedback", h.putFeedback)
+	api.DELETE("/messages/:id/feedback", h.deleteFeedback)
+	api.GET("/feedback", h.exportFeedback)
 	api.POST("/chat", h.statelessChat)
 	api.GET("/modes", h.listModes)
 	api.POST("/knowledge/documents", h.addDocument)

@@ -39,6 +39,8 @@ type MessageJSON struct {
 	Usage      *eventbus.Usage      `json:"usage"`
 	Error      string               `json:"error,omitempty"`
 	CreatedAt  string               `json:"created_at"`
+	// Feedback is the user's rating of an answer; null when none.
+	Feedback *FeedbackJSON `json:"feedback"`
 }
 
 func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -190,6 +192,10 @@ func (h *Handler) listMessages(c *gin.Context) {
 	out := make([]MessageJSON, len(msgs))
 	for i, m := range msgs {
 		out[i] = messageJSON(m)
+	}
+	if err := h.attachFeedback(c, out); err != nil {
+		h.internal(c, "read feedback", err)
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"messages": out})
 }

@@ -36,7 +36,24 @@ var (
 	// ErrAlreadyExists: CreateSession or StartTurn was given an ID that a
 	// session or message already has; nothing was saved.
 	ErrAlreadyExists = errors.New("already exists")
+	// ErrBadParent: the message a new question or answer was to follow is
+	// not one of the session's messages, or has the wrong role (a question
+	// follows an answer or starts the session; an answer follows a
+	// question); nothing was saved.
+	ErrBadParent = errors.New("not a valid parent message")
 )
+
+// Title sources: who set a session's title.
+const (
+	TitleDefault   = ""          // set at creation (or never)
+	TitleGenerated = "generated" // written by the title generator
+	TitleUser      = "user"      // set by the user; never overwritten by a generated one
+)
+
+// Root, as the ParentID of the user message given to StartTurn, starts
+// a new root of the session's tree (an edited first question). It is not
+// a message ID and is never stored.
+const Root = "\x00root"
 
 // DefaultTenant owns the data of a server running without API keys.
 const DefaultTenant = "default"
@@ -46,20 +63,34 @@ const DefaultTenant = "default"
 // CreatedAt and UpdatedAt are set by the store (UTC, microsecond
 // precision); values passed in are ignored.
 type Session struct {
-	ID        string
-	TenantID  string // "" is stored as DefaultTenant
-	Title     string
-	Mode      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID       string
+	TenantID string // "" is stored as DefaultTenant
+	Title    string
+	Mode     string
+	// TitleSource says who set Title: TitleDefault, TitleGenerated or
+	// TitleUser. Set by the store (CreateSession: TitleDefault).
+	TitleSource string
+	// CurrentLeaf is the last message of the branch the session shows and
+	// answers ("" = no message yet). Set by the store: StartTurn and
+	// StartAnswer move it to the new answer; SetCurrentLeaf switches it.
+	CurrentLeaf string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Message is one turn of a session. CreatedAt and UpdatedAt are set by
 // the store (UTC, microsecond precision); values passed in are ignored.
 // Empty References are read back as nil, and a nil Usage stays nil.
+//
+// A session's messages form a tree: each message follows its parent
+// (ParentID; "" for a first question). Answers regenerated for one
+// question are siblings (children of that question); an edited question
+// is a sibling of the one it replaces. Messages saved before the tree
+// existed read as one chain (migration 0003).
 type Message struct {
 	ID         string
 	SessionID  string
+	ParentID   string // "" = a root of the session's tree
 	Role       string
 	Content    string
 	Thinking   string
@@ -67,8 +98,14 @@ type Message struct {
 	Status     string
 	Usage      *eventbus.Usage
 	Error      string // why a failed message failed, for the user
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Model is the configured model entry that wrote an assistant message
+	// ("" = unknown: saved before it was recorded, or never generated).
+	Model string
+	// Record is the durable account of how an assistant message was
+	// made (nil = none saved).
+	Record    *Record
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Final is the last state of an assistant message.
@@ -79,6 +116,8 @@ type Final struct {
 	References []eventbus.Reference
 	Usage      *eventbus.Usage
 	Error      string
+	Model      string  // the model entry that wrote it ("" = unknown)
+	Record     *Record // nil = nothing to record
 }
 
 // Store persists sessions and messages. Every method is safe for
@@ -104,6 +143,12 @@ type Store interface {
 	// and ErrAlreadyExists if either message ID is taken; then nothing is
 	// saved. The user message gets the session ID, role user and status
 	// completed whatever user carries in those fields.
+	//
+	// user.ParentID places the question in the session's tree: "" follows
+	// the session's current leaf (read in the same transaction), Root
+	// starts a new root, any other value must be an assistant message of
+	// the session (else ErrBadParent, nothing saved). The answer follows
+	// the question and becomes the session's current leaf.
 	StartTurn(ctx context.Context, sessionID string, user Message, assistantID string) (userMsg, assistantMsg Message, err error)
 	// FinishMessage writes the final state of a reserved assistant message
 	// if, and only if, it is still streaming; otherwise ErrAlreadyFinished
@@ -119,9 +164,36 @@ type Store interface {
 	// final one. ErrNotFound for an unknown message.
 	SavePartial(ctx context.Context, id, content, thinking string) error
 	GetMessage(ctx context.Context, id string) (Message, error)
-	// ListMessages returns a session's messages in the order they were
-	// created (insertion order, even when times tie). It fails with
+
+	// StartAnswer reserves a new assistant message (status streaming)
+	// answering the user message parentID again — a sibling of its earlier
+	// answers — makes it the session's current leaf and touches the
+	// session's UpdatedAt, in one transaction. ErrNotFound for an unknown
+	// session, ErrBadParent when parentID is not a user message of the
+	// session, ErrAlreadyExists when the ID is taken; then nothing is saved.
+	StartAnswer(ctx context.Context, sessionID, parentID, assistantID string) (Message, error)
+	// Branch returns the messages from the root of the session's tree down
+	// to leafID, root first ("" = the session's current leaf; none when the
+	// session has no message). ErrNotFound for an unknown session or a
+	// leafID that is not a message of the session.
+	Branch(ctx context.Context, sessionID, leafID string) ([]Message, error)
+	// SetCurrentLeaf switches the branch the session shows and answers.
+	// ErrNotFound for an unknown session or a leafID that is not a message
+	// of the session. It does not touch UpdatedAt.
+	SetCurrentLeaf(ctx context.Context, sessionID, leafID string) error
+	// RenameSession sets a title chosen by the user (TitleSource becomes
+	// TitleUser) and touches UpdatedAt; ErrNotFound for an unknown session.
+	RenameSession(ctx context.Context, id, title string) error
+	// SetGeneratedTitle sets a generated title (TitleSource becomes
+	// TitleGenerated) unless the user has set one, and reports whether it
+	// wrote; ErrNotFound for an unknown session.
+	SetGeneratedTitle(ctx context.Context, id, title string) (applied bool, err error)
+	// SetSessionMode changes the chat mode of the session's next answers;
 	// ErrNotFound for an unknown session.
+	SetSessionMode(ctx context.Context, id, mode string) error
+	// ListMessages returns a session's messages — every branch — in the
+	// order they were created (insertion order, even when times tie). It
+	// fails with ErrNotFound for an unknown session.
 	ListMessages(ctx context.Context, sessionID string) ([]Message, error)
 	// RecentMessages returns up to limit messages of the session created
 	// before message `before` (all of them when before is ""), skipping
@@ -136,6 +208,10 @@ type Store interface {
 	// cut off by a crash); replicas sharing a database pass an age no live
 	// generation can reach, so they never fail each other's answers.
 	FailAbandoned(ctx context.Context, reason string, olderThan time.Time) (int, error)
+
+	// Feedback on answers and summaries of compacted history (meta.go).
+	FeedbackStore
+	SummaryStore
 
 	Ping(ctx context.Context) error
 	Close() error

@@ -37,7 +37,8 @@ type Metrics struct {
 	sseBytes      prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
-	mcp           mcpMetrics // mcp.go
+	mcp           mcpMetrics  // mcp.go
+	meta          metaMetrics // meta.go
 }
 
 // latencyBuckets span a fast stage (1 ms) to a long generation (2 min).
@@ -87,6 +88,7 @@ func New() *Metrics {
 		f(c)
 	}
 	m.registerMCP()
+	m.registerMeta()
 	return m
 }
 

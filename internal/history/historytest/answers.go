@@ -25,7 +25,7 @@ var answerTests = []test{
 			t.Fatalf("user %+v, %d answers", u, len(answers))
 		}
 		for i, a := range answers {
-			wantMessage(t, "answer", a, history.Message{ID: []string{"a1", "a2", "a3"}[i], SessionID: "s1",
+			wantMessage(t, "answer", a, history.Message{ID: []string{"a1", "a2", "a3"}[i], SessionID: "s1", ParentID: "u1",
 				Role: history.RoleAssistant, Status: history.StatusStreaming, CreatedAt: a.CreatedAt, UpdatedAt: a.CreatedAt})
 			wantMessage(t, "GetMessage", getMessage(t, s, a.ID), a)
 		}

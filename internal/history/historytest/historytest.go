@@ -20,7 +20,8 @@ import (
 // store when its subtest ends.
 func Run(t *testing.T, open func(t *testing.T) history.Store) {
 	t.Helper()
-	groups := [][]test{sessionTests, turnTests, readTests, contentTests, concurrencyTests, answerTests, partialTests}
+	groups := [][]test{sessionTests, turnTests, readTests, contentTests, concurrencyTests, answerTests, partialTests,
+		treeTests, titleTests, metaTests}
 	for _, tc := range slices.Concat(groups...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -116,6 +117,7 @@ func diffMessage(got, want history.Message) string {
 	}
 	field("ID", got.ID, want.ID)
 	field("SessionID", got.SessionID, want.SessionID)
+	field("ParentID", got.ParentID, want.ParentID)
 	field("Role", got.Role, want.Role)
 	field("Content", got.Content, want.Content)
 	field("Thinking", got.Thinking, want.Thinking)
@@ -123,6 +125,8 @@ func diffMessage(got, want history.Message) string {
 	field("Status", got.Status, want.Status)
 	field("Usage", got.Usage, want.Usage)
 	field("Error", got.Error, want.Error)
+	field("Model", got.Model, want.Model)
+	field("Record", got.Record, want.Record)
 	if !got.CreatedAt.Equal(want.CreatedAt) {
 		d += fmt.Sprintf("\n  CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
 	}

@@ -24,7 +24,7 @@ var turnTests = []test{
 		if a.CreatedAt.Before(u.CreatedAt) {
 			t.Errorf("assistant CreatedAt %v is before user CreatedAt %v", a.CreatedAt, u.CreatedAt)
 		}
-		wantMessage(t, "assistant message", a, history.Message{ID: "a1", SessionID: "s1", Role: history.RoleAssistant,
+		wantMessage(t, "assistant message", a, history.Message{ID: "a1", SessionID: "s1", ParentID: "u1", Role: history.RoleAssistant,
 			Status: history.StatusStreaming, CreatedAt: a.CreatedAt, UpdatedAt: a.CreatedAt})
 		wantMessage(t, "GetMessage(u1)", getMessage(t, s, "u1"), u)
 		wantMessage(t, "GetMessage(a1)", getMessage(t, s, "a1"), a)
@@ -95,7 +95,7 @@ var turnTests = []test{
 				t.Errorf("%s: UpdatedAt %v before CreatedAt %v", f.Status, got.UpdatedAt, a.CreatedAt)
 			}
 			wantStoreTime(t, "UpdatedAt", got.UpdatedAt)
-			wantMessage(t, "finished "+f.Status, got, history.Message{ID: id, SessionID: "s1", Role: history.RoleAssistant,
+			wantMessage(t, "finished "+f.Status, got, history.Message{ID: id, SessionID: "s1", ParentID: "u" + id, Role: history.RoleAssistant,
 				Content: f.Content, Thinking: f.Thinking, References: f.References, Status: f.Status, Usage: f.Usage,
 				Error: f.Error, CreatedAt: a.CreatedAt, UpdatedAt: got.UpdatedAt})
 		}

@@ -384,3 +384,25 @@ func TestTextPostgreSQLRejectsIsStoredWithReplacementCharacters(t *testing.T) {
 		t.Error("FinishMessage changed the caller's references")
 	}
 }
+
+// TestMessagesFromBeforeTheTreeReadAsAChain opens a schema migrated up to
+// 0001 with rows in it, then the full schema.
+func TestMessagesFromBeforeTheTreeReadAsAChain(t *testing.T) {
+	t.Parallel()
+	schema := pgdbtest.NewSchema(t)
+	b, err := migrationFiles.ReadFile("migrations/0001_history.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openMigrations(t, schema, fstest.MapFS{"migrations/0001_history.sql": {Data: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range historytest.LegacyRowsSQL() {
+		if _, err := s.pool.Exec(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	s.Close()
+	historytest.CheckLegacyChain(t, openSchema(t, schema))
+}

@@ -14,9 +14,10 @@ import (
 	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
 
-const messageColumns = `id, session_id, role, content, thinking, references_json, status, usage_json, error, created_at, updated_at`
+const messageColumns = `id, session_id, parent_id, role, content, thinking, references_json, status, usage_json, error,
+	model, record_json, created_at, updated_at`
 
-const insertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // StartTurn implements history.Store.
 func (s *Store) StartTurn(ctx context.Context, sessionID string, user history.Message, assistantID string) (history.Message, history.Message, error) {
@@ -34,18 +35,20 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 		return history.Message{}, nil, errors.New("sqlitestore: start turn: empty message id")
 	}
 	user.SessionID, user.Role, user.Status = sessionID, history.RoleUser, history.StatusCompleted
+	user.Model, user.Record = "", nil
 	answers := make([]history.Message, len(assistantIDs))
 	for i, id := range assistantIDs {
 		answers[i] = history.Message{ID: id, SessionID: sessionID, Role: history.RoleAssistant, Status: history.StatusStreaming}
 	}
 
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
-		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, sqlitedb.FormatTime(now), sessionID)
+		parent, err := s.questionParent(ctx, tx, sessionID, user.ParentID)
 		if err != nil {
 			return err
 		}
-		if err := requireRow(res); err != nil {
-			return err
+		user.ParentID = parent
+		for i := range answers {
+			answers[i].ParentID = user.ID
 		}
 		user.CreatedAt, user.UpdatedAt = now, now
 		msgs := []*history.Message{&user}
@@ -53,25 +56,133 @@ func (s *Store) StartTurnWithAnswers(ctx context.Context, sessionID string, user
 			answers[i].CreatedAt, answers[i].UpdatedAt = now, now
 			msgs = append(msgs, &answers[i])
 		}
-		for _, m := range msgs {
-			args, err := messageArgs(m)
-			if err != nil {
-				return err
-			}
-			if _, err := s.exec(ctx, tx, insertMessage, args...); err != nil {
-				if sqlitedb.IsUniqueViolation(err) {
-					return fmt.Errorf("message %q: %w", m.ID, history.ErrAlreadyExists)
-				}
-				return err
-			}
+		if err := s.insertMessages(ctx, tx, msgs); err != nil {
+			return err
 		}
-		return nil
+		_, err = s.exec(ctx, tx, `UPDATE sessions SET updated_at = ?, current_leaf = ? WHERE id = ?`,
+			sqlitedb.FormatTime(now), answers[0].ID, sessionID)
+		return err
 	})
 	if err != nil {
 		return history.Message{}, nil, fmt.Errorf("sqlitestore: start turn in session %q: %w", sessionID, err)
 	}
 	user.References = nilIfEmpty(user.References)
 	return user, answers, nil
+}
+
+// questionParent resolves where a new question of the session goes (see
+// history.Store.StartTurn): the parent's ID, "" for a root.
+func (s *Store) questionParent(ctx context.Context, tx *sql.Tx, sessionID, parentID string) (string, error) {
+	var leaf string
+	err := s.txQueryRow(ctx, tx, `SELECT current_leaf FROM sessions WHERE id = ?`, sessionID).Scan(&leaf)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", history.ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	switch parentID {
+	case history.Root:
+		return "", nil
+	case "":
+		if leaf == "" {
+			return "", nil
+		}
+		parentID = leaf
+	}
+	return parentID, s.requireParent(ctx, tx, sessionID, parentID, history.RoleAssistant)
+}
+
+// requireParent checks that id is a message of the session with the given
+// role, else ErrBadParent.
+func (s *Store) requireParent(ctx context.Context, tx *sql.Tx, sessionID, id, role string) error {
+	var ok bool
+	if err := s.txQueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = ? AND session_id = ? AND role = ?)`,
+		id, sessionID, role).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("message %q: %w", id, history.ErrBadParent)
+	}
+	return nil
+}
+
+// insertMessages inserts msgs in order inside tx.
+func (s *Store) insertMessages(ctx context.Context, tx *sql.Tx, msgs []*history.Message) error {
+	for _, m := range msgs {
+		args, err := messageArgs(m)
+		if err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, tx, insertMessage, args...); err != nil {
+			if sqlitedb.IsUniqueViolation(err) {
+				return fmt.Errorf("message %q: %w", m.ID, history.ErrAlreadyExists)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// StartAnswer implements history.Store.
+func (s *Store) StartAnswer(ctx context.Context, sessionID, parentID, assistantID string) (history.Message, error) {
+	if assistantID == "" {
+		return history.Message{}, errors.New("sqlitestore: start answer: empty message id")
+	}
+	m := history.Message{ID: assistantID, SessionID: sessionID, ParentID: parentID, Role: history.RoleAssistant,
+		Status: history.StatusStreaming}
+	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
+		res, err := s.exec(ctx, tx, `UPDATE sessions SET updated_at = ?, current_leaf = ? WHERE id = ?`,
+			sqlitedb.FormatTime(now), assistantID, sessionID)
+		if err != nil {
+			return err
+		}
+		if err := requireRow(res); err != nil {
+			return err
+		}
+		if err := s.requireParent(ctx, tx, sessionID, parentID, history.RoleUser); err != nil {
+			return err
+		}
+		m.CreatedAt, m.UpdatedAt = now, now
+		return s.insertMessages(ctx, tx, []*history.Message{&m})
+	})
+	if err != nil {
+		return history.Message{}, fmt.Errorf("sqlitestore: start answer in session %q: %w", sessionID, err)
+	}
+	return m, nil
+}
+
+// Branch implements history.Store. Every message was saved after its
+// parent, so seq orders a branch root first.
+func (s *Store) Branch(ctx context.Context, sessionID, leafID string) ([]history.Message, error) {
+	msgs, err := s.branch(ctx, sessionID, leafID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: branch of session %q: %w", sessionID, err)
+	}
+	return msgs, nil
+}
+
+func (s *Store) branch(ctx context.Context, sessionID, leafID string) ([]history.Message, error) {
+	if leafID == "" {
+		sess, err := s.GetSession(ctx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if sess.CurrentLeaf == "" {
+			return []history.Message{}, nil
+		}
+		leafID = sess.CurrentLeaf
+	}
+	msgs, err := s.queryMessages(ctx, sessionID, `WITH RECURSIVE branch (id) AS (
+			SELECT id FROM messages WHERE id = ?1 AND session_id = ?2
+			UNION ALL
+			SELECT m.parent_id FROM messages AS m JOIN branch AS b ON m.id = b.id WHERE m.parent_id IS NOT NULL
+		)
+		SELECT `+messageColumns+` FROM messages WHERE id IN (SELECT id FROM branch) ORDER BY seq`, leafID, sessionID)
+	if err == nil && len(msgs) == 0 {
+		err = fmt.Errorf("message %q: %w", leafID, history.ErrNotFound)
+	}
+	return msgs, err
 }
 
 // FinishMessage implements history.Store. The status guard in the UPDATE
@@ -90,11 +201,16 @@ func (s *Store) FinishMessage(ctx context.Context, id string, f history.Final) e
 	if err != nil {
 		return fmt.Errorf("sqlitestore: finish message %q: %w", id, err)
 	}
+	record, err := encodeRecord(f.Record)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: finish message %q: %w", id, err)
+	}
 	err = s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		res, err := s.exec(ctx, tx, `UPDATE messages
-			SET status = ?, content = ?, thinking = ?, references_json = ?, usage_json = ?, error = ?, updated_at = ?
+			SET status = ?, content = ?, thinking = ?, references_json = ?, usage_json = ?, error = ?,
+			    model = ?, record_json = ?, updated_at = ?
 			WHERE id = ? AND status = 'streaming'`,
-			f.Status, f.Content, f.Thinking, refs, usage, f.Error, sqlitedb.FormatTime(now), id)
+			f.Status, f.Content, f.Thinking, refs, usage, f.Error, f.Model, record, sqlitedb.FormatTime(now), id)
 		if err != nil {
 			return err
 		}
@@ -263,19 +379,31 @@ func messageArgs(m *history.Message) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{m.ID, m.SessionID, m.Role, m.Content, m.Thinking, refs, m.Status, usage, m.Error,
+	record, err := encodeRecord(m.Record)
+	if err != nil {
+		return nil, err
+	}
+	return []any{m.ID, m.SessionID, sql.NullString{String: m.ParentID, Valid: m.ParentID != ""}, m.Role, m.Content,
+		m.Thinking, refs, m.Status, usage, m.Error, m.Model, record,
 		sqlitedb.FormatTime(m.CreatedAt), sqlitedb.FormatTime(m.UpdatedAt)}, nil
 }
 
 func scanMessage(sc scanner) (history.Message, error) {
 	var (
-		m                history.Message
-		refs, usage      sql.NullString
-		created, updated string
+		m                          history.Message
+		parent, refs, usage, recrd sql.NullString
+		created, updated           string
 	)
-	if err := sc.Scan(&m.ID, &m.SessionID, &m.Role, &m.Content, &m.Thinking, &refs, &m.Status, &usage, &m.Error,
-		&created, &updated); err != nil {
+	if err := sc.Scan(&m.ID, &m.SessionID, &parent, &m.Role, &m.Content, &m.Thinking, &refs, &m.Status, &usage, &m.Error,
+		&m.Model, &recrd, &created, &updated); err != nil {
 		return history.Message{}, err
+	}
+	m.ParentID = parent.String
+	if recrd.Valid {
+		m.Record = new(history.Record)
+		if err := json.Unmarshal([]byte(recrd.String), m.Record); err != nil {
+			return history.Message{}, fmt.Errorf("message %q: stored record: %w", m.ID, err)
+		}
 	}
 	if refs.Valid {
 		if err := json.Unmarshal([]byte(refs.String), &m.References); err != nil {
@@ -315,6 +443,18 @@ func encodeUsage(u *eventbus.Usage) (sql.NullString, error) {
 	b, err := json.Marshal(u)
 	if err != nil {
 		return sql.NullString{}, fmt.Errorf("encode usage: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// encodeRecord stores an empty record as NULL, so it reads back as nil.
+func encodeRecord(r *history.Record) (sql.NullString, error) {
+	if r.Empty() {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("encode record: %w", err)
 	}
 	return sql.NullString{String: string(b), Valid: true}, nil
 }

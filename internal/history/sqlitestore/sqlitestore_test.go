@@ -258,3 +258,32 @@ func TestCloseTwiceIsHarmless(t *testing.T) {
 		t.Error("Ping after Close succeeded")
 	}
 }
+
+// TestMessagesFromBeforeTheTreeReadAsAChain opens a database migrated up
+// to 0002 with rows in it, then the full schema.
+func TestMessagesFromBeforeTheTreeReadAsAChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	old := fstest.MapFS{}
+	for _, name := range []string{"0001_history.sql", "0002_tenants.sql"} {
+		b, err := migrationFiles.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old["migrations/"+name] = &fstest.MapFile{Data: b}
+	}
+	s, err := open(t.Context(), path, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range historytest.LegacyRowsSQL() {
+		if _, err := s.writer.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openFile(t, path)
+	defer s.Close()
+	historytest.CheckLegacyChain(t, s)
+}
