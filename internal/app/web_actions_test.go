@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -254,5 +255,62 @@ func TestWebPageKeyboardAndCopy(t *testing.T) {
 	// back to a selection copy; reading it back needs the permission).
 	b.click("Copy", `#messages article.assistant .act.copy`)
 	b.waitJS("copied", `document.querySelector('#messages article.assistant .act.copy').textContent === 'Copied'`)
+	b.noScriptErrors()
+}
+
+// waitFeedback waits until the API returns that feedback for the message.
+func (h *harness) waitFeedback(session, id, rating, reason, comment string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var r, re, c string
+		if f := h.feedbackOf(session, id); f != nil {
+			r, re, c = f.Rating, f.Reason, f.Comment
+		}
+		if r == rating && re == reason && c == comment {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("feedback %q %q %q, want %q %q %q", r, re, c, rating, reason, comment)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Thumbs up or down with an optional reason and comment: the page saves
+// it through the feedback API, shows it again after a reload, and the
+// same thumb again removes it.
+func TestWebPageGivesFeedbackOnAnAnswer(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Forty-two.", 2)})
+	b.openPage(h)
+	b.ask("What is the answer?")
+	st := b.waitLast("the answer", `s.Status === 'completed'`)
+	session := h.sessionByTitle("What is the answer?")
+	const bar = `#messages article.assistant .actions `
+
+	b.click("thumbs up", bar+`.thumb.up`)
+	b.waitJS("the thumb pressed", `!!document.querySelector('`+bar+`.thumb.up.on') && !!document.querySelector('`+bar+`.feedback-form')`)
+	h.waitFeedback(session, st.ID, "up", "", "")
+	b.do("comment", chromedp.SendKeys(chromedp.CSS(bar+".feedback-comment"), "Spot on"))
+	b.click("send", bar+`.feedback-form button[type=submit]`)
+	b.waitJS("thanks", `!!document.querySelector('`+bar+`.feedback-thanks')`)
+	h.waitFeedback(session, st.ID, "up", "", "Spot on")
+
+	b.click("thumbs down", bar+`.thumb.down`)
+	b.waitJS("the other thumb pressed", `!!document.querySelector('`+bar+`.thumb.down.on') && !document.querySelector('`+bar+`.thumb.up.on')`)
+	h.waitFeedback(session, st.ID, "down", "", "")
+	b.do("reason and comment",
+		chromedp.SetValue(chromedp.CSS(bar+".feedback-reason"), "incorrect"),
+		chromedp.SendKeys(chromedp.CSS(bar+".feedback-comment"), "It is 41."))
+	b.click("send", bar+`.feedback-form button[type=submit]`)
+	h.waitFeedback(session, st.ID, "down", "incorrect", "It is 41.")
+
+	b.do("reload", chromedp.Reload())
+	b.waitJS("the saved rating shown", `!!document.querySelector('`+bar+`.thumb.down.on')`)
+	b.click("thumbs down again", bar+`.thumb.down`)
+	b.waitJS("no thumb pressed", `!!document.querySelector('`+bar+`.thumb.up') && !document.querySelector('`+bar+`.thumb.on')`)
+	h.waitFeedback(session, st.ID, "", "", "")
 	b.noScriptErrors()
 }
