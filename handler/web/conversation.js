@@ -216,6 +216,7 @@
     bar.append(up, down);
     bar.append(switcher(view.id, view.siblings));
     if (view.model) bar.append(C.el('span', 'model', view.model));
+    if (view.compacted) bar.append(C.el('span', 'compacted', 'Earlier messages summarised (' + view.compacted + ')'));
     if (view.feedbackThanks) bar.append(C.el('span', 'feedback-thanks', 'Thanks for the feedback.'));
     if (view.feedbackProblem) bar.append(C.el('span', 'feedback-problem', view.feedbackProblem));
     if (view.commenting && rating) {
@@ -259,7 +260,7 @@
       app.showBanner('');
       removeFrom(article);
       app.addUser(text);
-      var body = { content: text, parent_id: m.parent_id || '' };
+      var body = { content: text, parent_id: m.parent_id || null }; // null: a new first question
       var mode = app.mode();
       if (mode) body.mode = mode;
       refreshWhenDone(await app.startAnswer('/api/v1/sessions/' + encodeURIComponent(app.state.session) + '/messages', body));
@@ -324,6 +325,17 @@
     input.addEventListener('blur', function () { if (!done) save(); });
   }
 
+  function isFirstAnswer(view) {
+    return document.querySelector('#messages > article.assistant') === view.el;
+  }
+
+  async function readTitle(session) {
+    if (!session || session !== C.app.state.session) return;
+    try {
+      C.app.updateSession(await C.api('GET', '/api/v1/sessions/' + encodeURIComponent(session)));
+    } catch (e) { /* the title stays as it is */ }
+  }
+
   // ---- Hooks ----
 
   C.confirmDialog = confirmDialog;
@@ -340,9 +352,17 @@
         C.app.updateSession({ id: ev.session_id || view.session, title: ev.title });
         return true;
       }
+      if (ev.type === 'history.compacted') {
+        view.compacted = ev.messages || 0;
+        return true;
+      }
       if (ev.type === 'stream.started') {
         view.siblings = null;
         if (ev.model) view.model = ev.model;
+      }
+      if (ev.type === 'stream.finished' && !view.sub && isFirstAnswer(view)) {
+        // A title generated after the stream ended shows on the next read.
+        setTimeout(function () { readTitle(view.session); }, 0);
       }
       return false;
     },

@@ -17,7 +17,8 @@
     waiting: 'Waiting for your approval',
     completed: 'Done',
     failed: 'Failed',
-    denied: 'Denied'
+    denied: 'Denied',
+    none: 'No result' // the answer ended before the tool's result came
   };
 
   var REASONS = {
@@ -100,8 +101,8 @@
   };
 
   // setSaved shows the tool calls a saved message records: objects with
-  // id (or tool_call_id), name, arguments, output (or result), status and
-  // duration_ms.
+  // id (or tool_call_id), name, arguments, output (or result), status ("" =
+  // no result came) and duration_ms.
   ToolPanel.prototype.setSaved = function (list) {
     var self = this;
     (list || []).forEach(function (t) {
@@ -109,7 +110,7 @@
       c.name = t.name || c.name;
       c.args = t.arguments || c.args;
       c.output = t.output !== undefined ? t.output : (t.result !== undefined ? t.result : c.output);
-      c.status = t.status || 'completed';
+      c.status = t.status || 'none';
       c.durationMS = t.duration_ms || 0;
       if (t.approval) c.approval = { decision: t.approval.decision || '', reason: t.approval.reason || '' };
     });

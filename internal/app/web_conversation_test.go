@@ -1,0 +1,159 @@
+package app_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/chatpipe/chatpipe/internal/providertest"
+)
+
+// The chat page's conversation tree in headless Chromium: regenerate,
+// edit, the version switcher (‹ 2/3 ›) and rename, through the messages
+// tree API.
+
+// conversationJS is what the page shows of the conversation: each
+// message as role: text [i/n].
+const conversationJS = `[...document.querySelectorAll('#messages > article')].map(a => {
+	const user = a.classList.contains('user');
+	const text = user ? a.querySelector('.bubble').textContent : a.querySelector('.answer').innerText;
+	const bar = user ? a.querySelector(':scope > .user-actions') : a.querySelector(':scope > .actions');
+	const v = bar && bar.querySelector('.versions');
+	const count = v && !v.hidden ? ' [' + v.querySelector('.count').textContent + ']' : '';
+	return (user ? 'user: ' : 'assistant: ') + text + count;
+}).join(' | ')`
+
+func (b *browser) conversation() string {
+	b.t.Helper()
+	return evalJS[string](b, conversationJS)
+}
+
+// waitConversation waits until the page shows exactly that conversation
+// with no answer streaming.
+func (b *browser) waitConversation(what, want string) {
+	b.t.Helper()
+	b.waitJS(what, `(`+conversationJS+`) === `+jsString(want)+` && !document.querySelector('#send').hidden &&
+		!document.querySelector('#messages article.assistant[data-status=streaming]')`)
+}
+
+// promptOf lists a provider request's user and assistant messages as
+// role:content, the history the model was given.
+func promptOf(r providertest.Request) []string {
+	var out []string
+	for _, m := range r.Body["messages"].([]any) {
+		msg := m.(map[string]any)
+		if role := msg["role"]; role == "user" || role == "assistant" {
+			out = append(out, fmt.Sprint(role, ":", msg["content"]))
+		}
+	}
+	return out
+}
+
+func lastPrompt(h *harness) []string {
+	reqs := h.provider.Requests()
+	return promptOf(reqs[len(reqs)-1])
+}
+
+// Regenerate a completed and a failed answer, edit a question, and switch
+// between the versions: the page shows the branch the server keeps, and
+// the model is sent only the branch being answered.
+func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t)
+	b.openPage(h)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("First answer.", 2)})
+	b.ask("Question one")
+	b.waitConversation("the first answer", "user: Question one | assistant: First answer.")
+
+	// Regenerate a completed answer: a second version, shown as 2/2.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Second answer.", 2)})
+	b.click("Regenerate", `#messages article.assistant .act.regenerate`)
+	b.waitConversation("the regenerated answer", "user: Question one | assistant: Second answer. [2/2]")
+	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one" {
+		t.Fatalf("regenerating sent %v", got)
+	}
+	b.click("previous version", `#messages article.assistant .versions .prev`)
+	b.waitConversation("version 1", "user: Question one | assistant: First answer. [1/2]")
+	b.click("next version", `#messages article.assistant .versions .next`)
+	b.waitConversation("version 2", "user: Question one | assistant: Second answer. [2/2]")
+
+	// A failed answer can be regenerated too.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Content("Half", 1),
+		MidStreamError: &providertest.StreamError{After: 1, ErrorObject: providertest.ErrorObject{Message: "upstream broke", Type: "server_error"}}})
+	b.ask("Question two")
+	b.waitLast("the failed answer", `s.Status === 'failed'`)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Two, answered.", 2)})
+	b.click("Regenerate the failed answer", `#messages article.assistant:last-of-type .act.regenerate`)
+	b.waitConversation("the failed answer regenerated",
+		"user: Question one | assistant: Second answer. [2/2] | user: Question two | assistant: Two, answered. [2/2]")
+	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one|assistant:Second answer.|user:Question two" {
+		t.Fatalf("regenerating the failed answer sent %v", got)
+	}
+
+	// Edit the first question: a new branch from the start; the old one stays.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Edited answer.", 2)})
+	b.click("Edit", `#messages article.user .act.edit`)
+	b.waitJS("the edit box", `!!document.querySelector('#messages article.user form.edit textarea')`)
+	b.do("rewrite the question",
+		chromedp.SetValue(chromedp.CSS("#messages article.user form.edit textarea"), ""),
+		chromedp.SendKeys(chromedp.CSS("#messages article.user form.edit textarea"), "Question one, edited"),
+		chromedp.KeyEvent(kb.Enter))
+	b.waitConversation("the edited branch", "user: Question one, edited [2/2] | assistant: Edited answer.")
+	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one, edited" {
+		t.Fatalf("the edited question sent %v", got)
+	}
+	b.click("the old question", `#messages article.user .versions .prev`)
+	b.waitConversation("the old branch, to its newest answer",
+		"user: Question one [1/2] | assistant: Second answer. [2/2] | user: Question two | assistant: Two, answered. [2/2]")
+
+	// Asking on the old branch continues it: the model gets that branch.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Three.", 1)})
+	b.ask("Question three")
+	b.waitLast("the answer on the old branch", `s.Status === 'completed' && s.Answer === 'Three.'`)
+	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one|assistant:Second answer.|user:Question two|assistant:Two, answered.|user:Question three" {
+		t.Fatalf("asking on the old branch sent %v", got)
+	}
+	b.do("reload", chromedp.Reload())
+	b.waitConversation("the branch after a reload",
+		"user: Question one [1/2] | assistant: Second answer. [2/2] | user: Question two | assistant: Two, answered. [2/2] | user: Question three | assistant: Three.")
+	b.click("the edited question", `#messages article.user .versions .next`)
+	b.waitConversation("the edited branch again", "user: Question one, edited [2/2] | assistant: Edited answer.")
+	b.screenshot("web-branches.png")
+	b.noScriptErrors()
+}
+
+// Rename from the top bar: the title changes in the page and the list,
+// and the server keeps it.
+func TestWebPageRenamesAChat(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Hello.", 1)})
+	b.openPage(h)
+	b.ask("Greetings")
+	b.waitLast("the answer", `s.Status === 'completed'`)
+	session := h.sessionByTitle("Greetings")
+	b.click("rename", `#rename`)
+	b.waitJS("the title box", `document.activeElement && document.activeElement.id === 'rename-input'`)
+	b.do("type the new title",
+		chromedp.SetValue(chromedp.CSS("#rename-input"), ""),
+		chromedp.SendKeys(chromedp.CSS("#rename-input"), "Small talk"),
+		chromedp.KeyEvent(kb.Enter))
+	b.waitJS("the new title", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form') &&
+		document.querySelector('#sessions .session.active .open').textContent === 'Small talk'`)
+	var s struct{ Title string }
+	h.call("GET", "/api/v1/sessions/"+session, "", &s)
+	if s.Title != "Small talk" {
+		t.Fatalf("the server has the title %q", s.Title)
+	}
+	// Esc leaves the title as it was.
+	b.click("rename", `#rename`)
+	b.waitJS("the title box", `document.activeElement && document.activeElement.id === 'rename-input'`)
+	b.do("type and cancel", chromedp.SendKeys(chromedp.CSS("#rename-input"), " and more"), chromedp.KeyEvent(kb.Escape))
+	b.waitJS("the title kept", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form')`)
+	b.do("reload", chromedp.Reload())
+	b.waitJS("the title after a reload", `document.querySelector('#title').textContent === 'Small talk'`)
+	b.noScriptErrors()
+}
