@@ -110,6 +110,17 @@ func TestWebPageApprovesAndDeniesToolCallsInAgentMode(t *testing.T) {
 	b.noScriptErrors()
 }
 
+// firstAnswer opens the page, asks the question of a new chat, waits
+// until the answer is completed, and returns it with the chat's id.
+func (b *browser) firstAnswer(h *harness, question, answer string) (answerState, string) {
+	b.t.Helper()
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer(answer, 2)})
+	b.openPage(h)
+	b.ask(question)
+	st := b.waitLast("the answer", `s.Status === 'completed'`)
+	return st, h.sessionByTitle(question)
+}
+
 // noScriptErrors fails on a script error or a CSP violation in the console.
 func (b *browser) noScriptErrors() {
 	b.t.Helper()
@@ -190,11 +201,7 @@ func TestWebPageShowsSideBySideAnswers(t *testing.T) {
 func TestWebPageConfirmsBeforeDeletingAChat(t *testing.T) {
 	b := newBrowser(t)
 	h := newHarness(t)
-	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Kept.", 1)})
-	b.openPage(h)
-	b.ask("A chat to delete")
-	b.waitLast("the answer", `s.Status === 'completed'`)
-	session := h.sessionByTitle("A chat to delete")
+	_, session := b.firstAnswer(h, "A chat to delete", "Kept.")
 
 	b.click("the delete button", `#sessions .session .del`)
 	b.waitJS("the confirmation", `document.querySelector('#confirm').open &&
@@ -283,11 +290,7 @@ func (h *harness) waitFeedback(session, id, rating, reason, comment string) {
 func TestWebPageGivesFeedbackOnAnAnswer(t *testing.T) {
 	b := newBrowser(t)
 	h := newHarness(t)
-	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Forty-two.", 2)})
-	b.openPage(h)
-	b.ask("What is the answer?")
-	st := b.waitLast("the answer", `s.Status === 'completed'`)
-	session := h.sessionByTitle("What is the answer?")
+	st, session := b.firstAnswer(h, "What is the answer?", "Forty-two.")
 	const bar = `#messages article.assistant .actions `
 
 	b.click("thumbs up", bar+`.thumb.up`)

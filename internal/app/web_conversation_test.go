@@ -52,6 +52,14 @@ func promptOf(r providertest.Request) []string {
 	return out
 }
 
+// retype empties the text box, focuses it and types text, as a user
+// would.
+func (b *browser) retype(selector, text string) {
+	b.t.Helper()
+	evalJS[bool](b, `(() => { const e = document.querySelector(`+jsString(selector)+`); e.value = ''; e.focus(); return true; })()`)
+	b.do("type "+text, chromedp.KeyEvent(text))
+}
+
 func lastPrompt(h *harness) []string {
 	reqs := h.provider.Requests()
 	return promptOf(reqs[len(reqs)-1])
@@ -97,10 +105,8 @@ func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Edited answer.", 2)})
 	b.click("Edit", `#messages article.user .act.edit`)
 	b.waitJS("the edit box", `!!document.querySelector('#messages article.user form.edit textarea')`)
-	b.do("rewrite the question",
-		chromedp.SetValue(chromedp.CSS("#messages article.user form.edit textarea"), ""),
-		chromedp.SendKeys(chromedp.CSS("#messages article.user form.edit textarea"), "Question one, edited"),
-		chromedp.KeyEvent(kb.Enter))
+	b.retype("#messages article.user form.edit textarea", "Question one, edited")
+	b.do("send the edit", chromedp.KeyEvent(kb.Enter))
 	b.waitConversation("the edited branch", "user: Question one, edited [2/2] | assistant: Edited answer.")
 	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one, edited" {
 		t.Fatalf("the edited question sent %v", got)
@@ -130,17 +136,11 @@ func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
 func TestWebPageRenamesAChat(t *testing.T) {
 	b := newBrowser(t)
 	h := newHarness(t)
-	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Hello.", 1)})
-	b.openPage(h)
-	b.ask("Greetings")
-	b.waitLast("the answer", `s.Status === 'completed'`)
-	session := h.sessionByTitle("Greetings")
+	_, session := b.firstAnswer(h, "Greetings", "Hello.")
 	b.click("rename", `#rename`)
 	b.waitJS("the title box", `document.activeElement && document.activeElement.id === 'rename-input'`)
-	b.do("type the new title",
-		chromedp.SetValue(chromedp.CSS("#rename-input"), ""),
-		chromedp.SendKeys(chromedp.CSS("#rename-input"), "Small talk"),
-		chromedp.KeyEvent(kb.Enter))
+	b.retype("#rename-input", "Small talk")
+	b.do("save the title", chromedp.KeyEvent(kb.Enter))
 	b.waitJS("the new title", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form') &&
 		document.querySelector('#sessions .session.active .open').textContent === 'Small talk'`)
 	var s struct{ Title string }
@@ -151,7 +151,7 @@ func TestWebPageRenamesAChat(t *testing.T) {
 	// Esc leaves the title as it was.
 	b.click("rename", `#rename`)
 	b.waitJS("the title box", `document.activeElement && document.activeElement.id === 'rename-input'`)
-	b.do("type and cancel", chromedp.SendKeys(chromedp.CSS("#rename-input"), " and more"), chromedp.KeyEvent(kb.Escape))
+	b.do("type and cancel", chromedp.KeyEvent("Other title"), chromedp.KeyEvent(kb.Escape))
 	b.waitJS("the title kept", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form')`)
 	b.do("reload", chromedp.Reload())
 	b.waitJS("the title after a reload", `document.querySelector('#title').textContent === 'Small talk'`)
