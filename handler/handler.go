@@ -87,6 +87,9 @@ func New(deps Deps) http.Handler {
 	api.GET("/sessions", h.listSessions)
 	api.GET("/sessions/:id", h.getSession)
 	api.DELETE("/sessions/:id", h.deleteSession)
+	api.PATCH("/sessions/:id", h.patchSession)
+	api.POST("/messages", h.postMessage) // a first question, opening its session
+	api.POST("/messages/:id/regenerate", h.regenerate)
 	api.GET("/sessions/:id/messages", h.listMessages)
 	api.POST("/sessions/:id/messages", h.postMessage)
 	api.GET("/streams/:id", h.resumeAnyStream)     // sessions' streams and live stateless ones

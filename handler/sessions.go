@@ -21,16 +21,26 @@ import (
 
 // SessionJSON is a session as the API shows it.
 type SessionJSON struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Mode      string `json:"mode"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// TitleSource says who set the title: "" (default), "generated" or "user".
+	TitleSource string `json:"title_source"`
+	Mode        string `json:"mode"`
+	// CurrentLeaf is the last message of the branch the session shows
+	// and answers (null before the first question).
+	CurrentLeaf *string `json:"current_leaf"`
+	CreatedAt   string  `json:"created_at"`
+	UpdatedAt   string  `json:"updated_at"`
 }
 
 // MessageJSON is a message as the API shows it.
 type MessageJSON struct {
-	ID         string               `json:"id"`
+	ID string `json:"id"`
+	// ParentID is the message this one follows (null for a first
+	// question); SiblingIDs are every version at its position — itself,
+	// regenerated answers, edited questions — oldest first.
+	ParentID   *string              `json:"parent_id"`
+	SiblingIDs []string             `json:"sibling_ids"`
 	Role       string               `json:"role"`
 	Content    string               `json:"content"`
 	Thinking   string               `json:"thinking"`
@@ -38,7 +48,15 @@ type MessageJSON struct {
 	Status     string               `json:"status"`
 	Usage      *eventbus.Usage      `json:"usage"`
 	Error      string               `json:"error,omitempty"`
-	CreatedAt  string               `json:"created_at"`
+	// Model is the configured model that wrote an answer ("" = unknown);
+	// assistant messages only.
+	Model *string `json:"model,omitempty"`
+	// The durable record of an answer: its tool calls with their results,
+	// the stages that ran and the reference numbers it cited.
+	ToolCalls []history.ToolCall    `json:"tool_calls,omitempty"`
+	Stages    []history.StageTiming `json:"stages,omitempty"`
+	Cited     []int                 `json:"cited,omitempty"`
+	CreatedAt string                `json:"created_at"`
 	// Feedback is the user's rating of an answer; null when none.
 	Feedback *FeedbackJSON `json:"feedback"`
 }
@@ -46,7 +64,16 @@ type MessageJSON struct {
 func timeJSON(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func sessionJSON(s history.Session) SessionJSON {
-	return SessionJSON{ID: s.ID, Title: s.Title, Mode: s.Mode, CreatedAt: timeJSON(s.CreatedAt), UpdatedAt: timeJSON(s.UpdatedAt)}
+	return SessionJSON{ID: s.ID, Title: s.Title, TitleSource: s.TitleSource, Mode: s.Mode, CurrentLeaf: idOrNull(s.CurrentLeaf),
+		CreatedAt: timeJSON(s.CreatedAt), UpdatedAt: timeJSON(s.UpdatedAt)}
+}
+
+// idOrNull shows "" (none) as JSON null.
+func idOrNull(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
 }
 
 func messageJSON(m history.Message) MessageJSON {
@@ -57,8 +84,16 @@ func messageJSON(m history.Message) MessageJSON {
 	// Thinking saved before tags were taken off at save time still has
 	// them: stripped on read rather than by a migration, so no stored
 	// row is rewritten and a downgrade reads the same data.
-	return MessageJSON{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), References: refs,
-		Status: m.Status, Usage: m.Usage, Error: m.Error, CreatedAt: timeJSON(m.CreatedAt)}
+	out := MessageJSON{ID: m.ID, ParentID: idOrNull(m.ParentID), SiblingIDs: []string{m.ID}, Role: m.Role, Content: m.Content,
+		Thinking: think.StripSaved(m.Thinking), References: refs, Status: m.Status, Usage: m.Usage, Error: m.Error,
+		CreatedAt: timeJSON(m.CreatedAt)}
+	if m.Role == history.RoleAssistant {
+		out.Model = &m.Model
+	}
+	if m.Record != nil {
+		out.ToolCalls, out.Stages, out.Cited = m.Record.ToolCalls, m.Record.Stages, m.Record.Cited
+	}
+	return out
 }
 
 type createSessionRequest struct {
@@ -72,28 +107,48 @@ func (h *Handler) createSession(c *gin.Context) {
 		abort(c, rerr.status, rerr.code, rerr.message)
 		return
 	}
-	req.Title = strings.TrimSpace(req.Title)
-	if n, limit := utf8.RuneCountInString(req.Title), h.cfg().Limits.MaxTitleChars; n > limit {
-		abort(c, http.StatusBadRequest, "title_too_long", fmt.Sprintf("The title is %d characters; the limit is %d.", n, limit))
+	sess, ok := h.newSession(c, req.Title, req.Mode)
+	if !ok {
 		return
 	}
-	if req.Title == "" {
-		req.Title = "New chat"
-	}
-	if req.Mode == "" {
-		req.Mode = h.cfg().DefaultMode // a session keeps its mode even if the default changes later
-	}
-	if !h.knownMode(req.Mode) {
-		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
-		return
-	}
-	s, err := h.deps.History.CreateSession(c.Request.Context(), history.Session{
-		ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant(c), Title: req.Title, Mode: req.Mode})
+	s, err := h.deps.History.CreateSession(c.Request.Context(), sess)
 	if err != nil {
 		h.internal(c, "create session", err)
 		return
 	}
 	c.JSON(http.StatusCreated, sessionJSON(s))
+}
+
+// newSession checks a new session's title and mode and returns it, not
+// yet saved, or answers 400 itself. A title given is the user's (never
+// replaced by a generated one); none is "New chat".
+func (h *Handler) newSession(c *gin.Context, title, mode string) (history.Session, bool) {
+	title = strings.TrimSpace(title)
+	if !h.checkTitle(c, title) {
+		return history.Session{}, false
+	}
+	source := history.TitleUser
+	if title == "" {
+		title, source = "New chat", history.TitleDefault
+	}
+	if mode == "" {
+		mode = h.cfg().DefaultMode // a session keeps its mode even if the default changes later
+	}
+	if !h.knownMode(mode) {
+		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(mode))
+		return history.Session{}, false
+	}
+	return history.Session{ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant(c), Title: title, Mode: mode,
+		TitleSource: source}, true
+}
+
+// checkTitle answers 400 itself for a title over the limit.
+func (h *Handler) checkTitle(c *gin.Context, title string) bool {
+	if n, limit := utf8.RuneCountInString(title), h.cfg().Limits.MaxTitleChars; n > limit {
+		abort(c, http.StatusBadRequest, "title_too_long", fmt.Sprintf("The title is %d characters; the limit is %d.", n, limit))
+		return false
+	}
+	return true
 }
 
 func (h *Handler) knownMode(mode string) bool { return slices.Contains(h.deps.Modes(), mode) }
@@ -177,27 +232,6 @@ func (h *Handler) deleteSession(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
-}
-
-func (h *Handler) listMessages(c *gin.Context) {
-	s, ok := h.session(c)
-	if !ok {
-		return
-	}
-	msgs, err := h.deps.History.ListMessages(c.Request.Context(), s.ID)
-	if err != nil {
-		h.internal(c, "list messages", err)
-		return
-	}
-	out := make([]MessageJSON, len(msgs))
-	for i, m := range msgs {
-		out[i] = messageJSON(m)
-	}
-	if err := h.attachFeedback(c, out); err != nil {
-		h.internal(c, "read feedback", err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"messages": out})
 }
 
 // internal logs err and answers 500 without details.

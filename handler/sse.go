@@ -244,6 +244,10 @@ func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
 		return
 	}
 	renewWriteDeadline(c, h.cfg().Server.WriteTimeout) // the answer may have taken longer than one write may
+	if saved, ok := h.savedMessage(c, msg.ID); ok && saved.Status == msg.Status {
+		c.JSON(http.StatusOK, saved) // with its place in the tree, model and record
+		return
+	}
 	c.JSON(http.StatusOK, msg)
 }
 

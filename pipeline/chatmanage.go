@@ -31,6 +31,9 @@ type ChatManage struct {
 	// configured one: a request comparing several models runs the chain
 	// once per model with this set.
 	Model string
+	// AnswerModel is set by the generate stage: the configured model entry
+	// that answered, saved with the answer.
+	AnswerModel string
 
 	// Filled in by plugins.
 	History        []HistoryMessage     // load_history: earlier turns, oldest first
@@ -102,14 +105,28 @@ type HistoryMessage struct {
 	Role     string // user or assistant
 	Content  string
 	Thinking string
-	Status   string
+	Status   string // completed, stopped, failed or streaming
+	// ToolCalls are the tool calls an assistant message made and their
+	// results, in order (an agent's turn); nil for other messages.
+	ToolCalls []HistoryToolCall
+}
+
+// HistoryToolCall is a tool call of an earlier answer and its result.
+type HistoryToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+	Output    string
+	Turn      int // the model call that asked for it: calls of one turn were asked together
 }
 
 // MessageReader reads a session's saved messages.
 type MessageReader interface {
-	// RecentMessages returns up to limit finished messages of the session
-	// created before the message `before`, oldest first.
-	RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]HistoryMessage, error)
+	// Branch returns the messages before the question `before` on its
+	// branch of the session's tree — from the first question down to the
+	// answer it follows — oldest first. Other branches (regenerated
+	// answers, edited questions) are not in it.
+	Branch(ctx context.Context, sessionID, before string) ([]HistoryMessage, error)
 }
 
 // ChatModel is a configured chat model: an eino model plus the call options

@@ -129,6 +129,7 @@ func (p *AgentLoop) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipel
 		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
 			"The chat model %q is not configured; check config.yaml.", name)
 	}
+	cm.AnswerModel = name
 	r := &agentRun{p: p, cm: cm, model: m, out: cm.Emitter, refs: tools.NewReferences(cm.References), start: time.Now(),
 		tools: p.tools.Resolve(cm.RemoteTools)} // MCP servers' tools as offered now
 	defer r.stragglers.Wait() // a tool that ignored its deadline still belongs to this run

@@ -80,6 +80,7 @@ func (p *ChatCompletionStream) OnEvent(ctx context.Context, _ pipeline.EventType
 		return pipeline.Errorf(pipeline.CodeNotConfigured, err,
 			"The chat model %q is not configured; check config.yaml.", name)
 	}
+	cm.AnswerModel = name
 	if perr := p.Generate(ctx, cm, m, p.messages(cm)); perr != nil {
 		return perr
 	}
@@ -95,6 +96,7 @@ func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Messa
 	}
 	for _, h := range cm.History {
 		if h.Role == "assistant" {
+			msgs = appendToolTurns(msgs, h.ToolCalls)
 			msgs = append(msgs, schema.AssistantMessage(h.Content, nil))
 		} else {
 			msgs = append(msgs, schema.UserMessage(h.Content))
@@ -104,6 +106,29 @@ func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Messa
 		return append(msgs, schema.UserMessage(p.ragPrompt(cm)))
 	}
 	return append(msgs, schema.UserMessage(cm.Query))
+}
+
+// appendToolTurns renders an earlier answer's tool calls as the provider
+// saw them: per model turn, an assistant message asking for the turn's
+// calls, then one tool message per result.
+func appendToolTurns(msgs []*schema.Message, calls []pipeline.HistoryToolCall) []*schema.Message {
+	for i := 0; i < len(calls); {
+		j := i + 1
+		for j < len(calls) && calls[j].Turn == calls[i].Turn {
+			j++
+		}
+		asked := make([]schema.ToolCall, 0, j-i)
+		for _, c := range calls[i:j] {
+			asked = append(asked, schema.ToolCall{ID: c.ID, Type: "function",
+				Function: schema.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+		msgs = append(msgs, schema.AssistantMessage("", asked))
+		for _, c := range calls[i:j] {
+			msgs = append(msgs, schema.ToolMessage(c.Output, c.ID))
+		}
+		i = j
+	}
+	return msgs
 }
 
 // ragPrompt renders rag_prompt with the numbered context of cm.References.

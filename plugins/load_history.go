@@ -19,11 +19,20 @@ func init() { pipeline.Register("load_history", newLoadHistory) }
 type LoadHistoryConfig struct {
 	MaxRounds int `mapstructure:"max_rounds"` // question/answer pairs to keep
 	MaxTokens int `mapstructure:"max_tokens"` // budget for the kept history
+	// ToolCalls sends an agent answer's tool calls and their results back
+	// to the model, in the provider's tool-message format, before the
+	// answer's text. Off by default: the results can be long, and some
+	// providers refuse tool messages in a request that offers no tools.
+	ToolCalls bool `mapstructure:"tool_calls"`
 }
 
-// LoadHistory puts the session's last rounds into ChatManage.History,
-// newest first until the token budget is spent, with thinking stripped
-// (models must not be fed their own reasoning back). A history store that
+// LoadHistory puts the branch being answered into ChatManage.History:
+// the question's ancestors in the session's tree (never another branch),
+// newest first until the rounds and the token budget are spent, with
+// thinking stripped (models must not be fed their own reasoning back).
+// Roles always alternate, question then answer, which providers that
+// require it (Anthropic, Gemini) insist on — see historyText for how
+// answers that did not complete are represented. A history store that
 // fails degrades to no history: the question is still answered.
 type LoadHistory struct{ cfg LoadHistoryConfig }
 
@@ -53,7 +62,7 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 		cm.SkipStage("history disabled")
 		return next()
 	}
-	msgs, err := cm.Messages.RecentMessages(ctx, cm.SessionID, cm.UserMessageID, 2*p.cfg.MaxRounds)
+	msgs, err := p.loadBranch(ctx, cm)
 	if err != nil {
 		if perr := pipeline.Canceled(ctx); perr != nil {
 			return perr
@@ -67,6 +76,71 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 	return next()
 }
 
+// loadBranch reads the branch the question is on, as the model will see
+// it: alternating roles, the newest max_rounds rounds, each answer's text
+// per historyText and its tool calls when configured.
+func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) ([]pipeline.HistoryMessage, error) {
+	branch, err := cm.Messages.Branch(ctx, cm.SessionID, cm.UserMessageID)
+	if err != nil {
+		return nil, err
+	}
+	msgs := alternateRoles(branch)
+	if limit := 2 * p.cfg.MaxRounds; len(msgs) > limit {
+		msgs = msgs[len(msgs)-limit:]
+	}
+	for i := range msgs {
+		msgs[i].Content = historyText(msgs[i])
+		if !p.cfg.ToolCalls {
+			msgs[i].ToolCalls = nil
+		}
+	}
+	return msgs, nil
+}
+
+// alternateRoles makes msgs a sequence of question/answer rounds. A branch of
+// the tree alternates already; this keeps the rule for readers that may
+// not (a stateless request's own history): of two questions in a row the
+// first gets an empty answer, which historyText marks, and a trailing
+// question (the one being answered is never in msgs) is dropped.
+func alternateRoles(msgs []pipeline.HistoryMessage) []pipeline.HistoryMessage {
+	out := make([]pipeline.HistoryMessage, 0, len(msgs))
+	for _, m := range msgs {
+		wantUser := len(out)%2 == 0
+		switch {
+		case (m.Role == "user") == wantUser:
+			out = append(out, m)
+		case wantUser: // an answer without its question: dropped
+		default: // a question without an answer: the answer is missing
+			out = append(out, pipeline.HistoryMessage{Role: "assistant", Status: "failed"}, m)
+		}
+	}
+	if len(out)%2 == 1 {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// Markers that tell the model an earlier answer did not complete. The
+// rule: an answer that failed or was stopped (or is still being written)
+// is always sent, so roles alternate; with no text it is this marker
+// alone, with some text it is the text followed by the marker, so the
+// model neither takes a fragment for a finished answer nor repeats it.
+const (
+	markNoAnswer   = "[No answer: this reply failed before any text was written.]"
+	markIncomplete = "[This reply is incomplete: it ended before it was finished.]"
+)
+
+// historyText is what the model is sent as m's content.
+func historyText(m pipeline.HistoryMessage) string {
+	if m.Role != "assistant" || m.Status == "" || m.Status == "completed" {
+		return m.Content
+	}
+	if m.Content == "" {
+		return markNoAnswer
+	}
+	return m.Content + "\n\n" + markIncomplete
+}
+
 // fitHistory keeps the newest messages whose estimated size fits budget,
 // never starting the kept history with an assistant message (a reply
 // without its question confuses models), and drops thinking.
@@ -74,6 +148,9 @@ func fitHistory(msgs []pipeline.HistoryMessage, budget int) []pipeline.HistoryMe
 	used, from := 0, len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		cost := tokens.Estimate(msgs[i].Content) + 4 // role and framing
+		for _, c := range msgs[i].ToolCalls {
+			cost += tokens.Estimate(c.Arguments) + tokens.Estimate(c.Output) + 8
+		}
 		if budget > 0 && used+cost > budget {
 			break
 		}
@@ -85,9 +162,6 @@ func fitHistory(msgs []pipeline.HistoryMessage, budget int) []pipeline.HistoryMe
 	}
 	out := make([]pipeline.HistoryMessage, 0, len(msgs)-from)
 	for _, m := range msgs[from:] {
-		if m.Content == "" {
-			continue
-		}
 		m.Thinking = ""
 		out = append(out, m)
 	}

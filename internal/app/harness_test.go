@@ -169,10 +169,12 @@ func (h *harness) createSession() string {
 	return s.ID
 }
 
+// messages lists every message of the session, all branches, in the
+// order they were saved.
 func (h *harness) messages(session string) []handler.MessageJSON {
 	h.t.Helper()
 	var out struct{ Messages []handler.MessageJSON }
-	if code := h.call("GET", "/api/v1/sessions/"+session+"/messages", "", &out); code != http.StatusOK {
+	if code := h.call("GET", "/api/v1/sessions/"+session+"/messages?all=true", "", &out); code != http.StatusOK {
 		h.t.Fatalf("list messages: %d", code)
 	}
 	return out.Messages

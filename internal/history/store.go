@@ -68,7 +68,8 @@ type Session struct {
 	Title    string
 	Mode     string
 	// TitleSource says who set Title: TitleDefault, TitleGenerated or
-	// TitleUser. Set by the store (CreateSession: TitleDefault).
+	// TitleUser. CreateSession keeps TitleUser (a title the user gave at
+	// creation) and stores anything else as TitleDefault.
 	TitleSource string
 	// CurrentLeaf is the last message of the branch the session shows and
 	// answers ("" = no message yet). Set by the store: StartTurn and

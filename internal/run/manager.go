@@ -43,6 +43,8 @@ var (
 var (
 	ErrUnknownMode  = errors.New("unknown chat mode")
 	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrNotAnswer: Regenerate was given a message that is not an answer.
+	ErrNotAnswer = errors.New("not an assistant message")
 )
 
 // Setup is what one configuration snapshot gives new runs. A run reads it
@@ -128,6 +130,19 @@ type StartRequest struct {
 	// Models, when set, names 2 or 3 models that answer side by side on
 	// one stream, each saved as its own message (see StreamStarted.Models).
 	Models []string
+	// ParentID places the question in the session's tree: "" after the
+	// current leaf, history.Root as a new first question, else after that
+	// answer (an edited question). See history.Store.StartTurn.
+	ParentID string
+}
+
+// RegenerateRequest asks for a new answer to the question an earlier
+// answer (completed, stopped or failed) answered; the new answer is its
+// sibling and becomes the session's current leaf.
+type RegenerateRequest struct {
+	TenantID  string // the caller's tenant: the message must be theirs
+	MessageID string // the earlier answer
+	Mode      string // "" = the session's mode, else the default mode
 }
 
 // Start saves the question, reserves the assistant message and starts the
@@ -135,66 +150,119 @@ type StartRequest struct {
 // store at once. ctx only bounds the setup; the generation runs on.
 func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	setup := m.opts.Setup()
-	sess, err := m.opts.History.GetSession(ctx, req.SessionID)
+	sess, err := m.tenantSession(ctx, req.TenantID, req.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	if tenant := cmp.Or(req.TenantID, history.DefaultTenant); sess.TenantID != tenant {
-		return nil, fmt.Errorf("session %q: %w", req.SessionID, history.ErrNotFound)
-	}
-	mode := req.Mode
-	if mode == "" {
-		mode = sess.Mode
-	}
-	if mode == "" {
-		mode = setup.DefaultMode
-	}
-	chain, ok := setup.Chains[mode]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
+	mode, chain, err := pickMode(setup, req.Mode, sess)
+	if err != nil {
+		return nil, err
 	}
 	if req.Models != nil {
 		if err := checkModels(setup, req.Models); err != nil {
 			return nil, err
 		}
 	}
-
-	if err := m.admit(); err != nil {
-		return nil, err
-	}
-	started := false
-	defer func() {
-		if !started {
-			m.wg.Done()
+	return m.withSlot(func() (*Run, error) {
+		if req.Models != nil {
+			return m.startSideBySide(ctx, req, sess, mode, chain, setup)
 		}
-	}()
-	if req.Models != nil {
-		r, err := m.startSideBySide(ctx, req, sess, mode, chain, setup)
-		started = err == nil
-		return r, err
-	}
+		userID, assistantID := newID(), newID()
+		userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID,
+			history.Message{ID: userID, ParentID: req.ParentID, Role: history.RoleUser, Content: req.Question}, assistantID)
+		if err != nil {
+			return nil, err
+		}
+		return m.begin(ctx, setup, sess, mode, chain, userMsg.ID, req.Question, assistantID)
+	})
+}
 
-	userID, assistantID := newID(), newID()
-	userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID,
-		history.Message{ID: userID, Role: history.RoleUser, Content: req.Question}, assistantID)
+// Regenerate reserves a new answer to the question an earlier answer
+// answered and starts its generation, as Start does. ErrNotFound for a
+// message that is not the tenant's, ErrNotAnswer for a question.
+func (m *Manager) Regenerate(ctx context.Context, req RegenerateRequest) (*Run, error) {
+	setup := m.opts.Setup()
+	old, err := m.opts.History.GetMessage(ctx, req.MessageID)
 	if err != nil {
 		return nil, err
 	}
+	sess, err := m.tenantSession(ctx, req.TenantID, old.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("message %q: %w", req.MessageID, history.ErrNotFound)
+	}
+	if old.Role != history.RoleAssistant {
+		return nil, fmt.Errorf("message %q: %w", req.MessageID, ErrNotAnswer)
+	}
+	question, err := m.opts.History.GetMessage(ctx, old.ParentID)
+	if err != nil {
+		return nil, fmt.Errorf("the question of message %q: %w", req.MessageID, err)
+	}
+	mode, chain, err := pickMode(setup, req.Mode, sess)
+	if err != nil {
+		return nil, err
+	}
+	return m.withSlot(func() (*Run, error) {
+		assistantID := newID()
+		if _, err := m.opts.History.StartAnswer(ctx, sess.ID, question.ID, assistantID); err != nil {
+			return nil, err
+		}
+		return m.begin(ctx, setup, sess, mode, chain, question.ID, question.Content, assistantID)
+	})
+}
+
+// tenantSession loads a session, ErrNotFound unless it is the tenant's.
+func (m *Manager) tenantSession(ctx context.Context, tenantID, sessionID string) (history.Session, error) {
+	sess, err := m.opts.History.GetSession(ctx, sessionID)
+	if err != nil {
+		return sess, err
+	}
+	if tenant := cmp.Or(tenantID, history.DefaultTenant); sess.TenantID != tenant {
+		return sess, fmt.Errorf("session %q: %w", sessionID, history.ErrNotFound)
+	}
+	return sess, nil
+}
+
+// pickMode resolves the mode a run uses: the requested one, else the
+// session's, else the default; ErrUnknownMode when it has no chain.
+func pickMode(setup *Setup, requested string, sess history.Session) (string, *pipeline.EventManager, error) {
+	mode := cmp.Or(requested, sess.Mode, setup.DefaultMode)
+	chain, ok := setup.Chains[mode]
+	if !ok {
+		return "", nil, fmt.Errorf("%w %q", ErrUnknownMode, mode)
+	}
+	return mode, chain, nil
+}
+
+// withSlot runs start holding a wg slot, which the started run takes
+// over; a start that fails gives it back.
+func (m *Manager) withSlot(start func() (*Run, error)) (*Run, error) {
+	if err := m.admit(); err != nil {
+		return nil, err
+	}
+	r, err := start()
+	if err != nil {
+		m.wg.Done()
+	}
+	return r, err
+}
+
+// begin creates the stream of a reserved answer and starts its chain.
+func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session, mode string, chain *pipeline.EventManager,
+	userMsgID, question, assistantID string) (*Run, error) {
 	if err := m.opts.Streams.Create(ctx, assistantID); err != nil {
 		m.failReserved(assistantID, "The answer could not be started.")
 		return nil, err
 	}
-
-	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsg.ID, Mode: mode, TenantID: sess.TenantID}
+	info := Info{StreamID: assistantID, SessionID: sess.ID, UserMessageID: userMsgID, Mode: mode, TenantID: sess.TenantID}
 	log := m.log.With(zap.String("stream_id", assistantID), zap.String("session_id", sess.ID))
 	r, runCtx, g, p := m.launch(info, setup, log, true)
 	cm := &pipeline.ChatManage{
 		TenantID:      sess.TenantID,
 		SessionID:     sess.ID,
 		MessageID:     assistantID,
-		UserMessageID: userMsg.ID,
+		UserMessageID: userMsgID,
 		Mode:          mode,
-		Query:         req.Question,
+		Query:         question,
 		Emitter:       g,
 		Messages:      messageReader{m.opts.History},
 		Models:        setup.Models,
@@ -205,9 +273,8 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		RemoteTools:   m.opts.RemoteTools,
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
-		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsg.ID, Mode: mode,
+		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode,
 	}))
-	started = true
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
 }
@@ -290,7 +357,9 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	defer cancel()
 	stopPartial() // no partial write after this point; the store's guard would refuse it anyway
 	if r.persist {
-		m.saveAnswer(ctx, r.StreamID, p.final(status), g, log)
+		f := p.final(status)
+		f.Model = cm.AnswerModel
+		m.saveAnswer(ctx, r.StreamID, f, g, log)
 	}
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
@@ -528,14 +597,25 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // messageReader adapts the history store to the pipeline's MessageReader.
 type messageReader struct{ store history.Store }
 
-func (r messageReader) RecentMessages(ctx context.Context, sessionID, before string, limit int) ([]pipeline.HistoryMessage, error) {
-	msgs, err := r.store.RecentMessages(ctx, sessionID, before, limit)
+// Branch implements pipeline.MessageReader: the store's branch ending at
+// the question, less the question.
+func (r messageReader) Branch(ctx context.Context, sessionID, before string) ([]pipeline.HistoryMessage, error) {
+	msgs, err := r.store.Branch(ctx, sessionID, before)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].ID == before {
+		msgs = msgs[:n-1]
 	}
 	out := make([]pipeline.HistoryMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
+		if m.Record != nil {
+			for _, c := range m.Record.ToolCalls {
+				out[i].ToolCalls = append(out[i].ToolCalls, pipeline.HistoryToolCall{
+					ID: c.ID, Name: c.Name, Arguments: c.Arguments, Output: c.Output, Turn: c.Turn})
+			}
+		}
 	}
 	return out, nil
 }

@@ -1,10 +1,14 @@
 package run
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/citation"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/think"
 )
@@ -27,6 +31,11 @@ type persister struct {
 	references []eventbus.Reference
 	usage      *eventbus.Usage
 	errMsg     string
+	// The durable record: stage outcomes and tool calls, guarded by mu.
+	stages   []history.StageTiming
+	calls    []history.ToolCall
+	callEnds map[string]time.Time // when each call's arguments were complete
+	now      func() time.Time
 	// model, when set, keeps only the events placed with this model: the
 	// answer of one model of several answering side by side.
 	model string
@@ -36,6 +45,7 @@ type persister struct {
 var persistedTypes = []eventbus.Type{
 	eventbus.TypeAnswerDelta, eventbus.TypeThinkingStart, eventbus.TypeThinkingDelta, eventbus.TypeReferences,
 	eventbus.TypeUsage, eventbus.TypeError,
+	eventbus.TypeStage, eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd, eventbus.TypeToolResult,
 }
 
 func (p *persister) handle(ev *eventbus.Event) {
@@ -61,13 +71,59 @@ func (p *persister) handle(ev *eventbus.Event) {
 		if e, ok := ev.Payload.(eventbus.Error); ok && p.errMsg == "" {
 			p.errMsg = e.Message
 		}
+	case eventbus.TypeStage, eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd, eventbus.TypeToolResult:
+		p.mu.Lock()
+		p.record(ev)
+		p.mu.Unlock()
 	}
+}
+
+// record adds a stage's outcome or a tool call's progress to the record.
+func (p *persister) record(ev *eventbus.Event) {
+	switch pl := ev.Payload.(type) {
+	case eventbus.Stage:
+		if pl.Status != eventbus.StageStarted {
+			p.stages = append(p.stages, history.StageTiming{Name: pl.Name, Status: pl.Status, ElapsedMS: pl.ElapsedMS, Detail: pl.Detail})
+		}
+	case eventbus.ToolCall:
+		i := p.call(pl.ToolCallID)
+		if ev.Type == eventbus.TypeToolCallStart {
+			if i < 0 {
+				c := history.ToolCall{ID: pl.ToolCallID, Name: pl.Name}
+				if ev.Placement != nil {
+					c.Turn = ev.Placement.Turn
+				}
+				p.calls = append(p.calls, c)
+			}
+			return
+		}
+		if ev.Type == eventbus.TypeToolCallEnd && i >= 0 {
+			p.calls[i].Arguments = pl.Arguments
+			p.calls[i].Name = cmp.Or(pl.Name, p.calls[i].Name)
+			if p.callEnds == nil {
+				p.callEnds = map[string]time.Time{}
+			}
+			p.callEnds[pl.ToolCallID] = p.now()
+		}
+	case eventbus.ToolResult:
+		if i := p.call(pl.ToolCallID); i >= 0 {
+			p.calls[i].Output, p.calls[i].Status = pl.Output, pl.Status
+			if end, ok := p.callEnds[pl.ToolCallID]; ok {
+				p.calls[i].DurationMS = p.now().Sub(end).Milliseconds()
+			}
+		}
+	}
+}
+
+// call is the index of the tool call with this id, or -1.
+func (p *persister) call(id string) int {
+	return slices.IndexFunc(p.calls, func(c history.ToolCall) bool { return c.ID == id })
 }
 
 // newPersister returns a persister that nudges a partial saver every
 // `every` deltas (0 = only on its timer).
 func newPersister(model string, every int) *persister {
-	return &persister{model: model, every: every, due: make(chan struct{}, 1)}
+	return &persister{model: model, every: every, due: make(chan struct{}, 1), now: time.Now}
 }
 
 func (p *persister) addText(b *strings.Builder, text string) {
@@ -107,9 +163,24 @@ func (p *persister) final(status string) history.Final {
 		Thinking:   p.thinking.String(),
 		References: p.references,
 		Usage:      p.usage,
+		Record: &history.Record{
+			ToolCalls: slices.Clone(p.calls),
+			Stages:    slices.Clone(p.stages),
+			Cited:     citation.Cited(p.answer.String(), maxIndex(p.references)),
+		},
 	}
 	if status == history.StatusFailed {
 		f.Error = p.errMsg
 	}
 	return f
+}
+
+// maxIndex is the highest reference number, the bound of what an answer
+// can cite.
+func maxIndex(refs []eventbus.Reference) int {
+	n := 0
+	for _, r := range refs {
+		n = max(n, r.Index)
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		ids[i] = newID()
 	}
 	userMsg, _, err := starter.StartTurnWithAnswers(ctx, sess.ID,
-		history.Message{ID: userID, Role: history.RoleUser, Content: req.Question}, ids)
+		history.Message{ID: userID, ParentID: req.ParentID, Role: history.RoleUser, Content: req.Question}, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +182,8 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 		pt.guard.emitInternal(eventbus.Of(eventbus.TypeError, errorPayload(ctx, perr)))
 	}
 	stopPartial()
-	m.saveAnswer(ctx, pt.messageID, pt.persister.final(status), pt.guard, log)
+	f := pt.persister.final(status)
+	f.Model = cmp.Or(pt.cm.AnswerModel, pt.model)
+	m.saveAnswer(ctx, pt.messageID, f, pt.guard, log)
 	return status, reason
 }

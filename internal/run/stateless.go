@@ -66,18 +66,14 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 	return r, nil
 }
 
-// statelessHistory serves a request's own history to load_history: the
-// last limit messages, whatever session and cursor it asks for.
+// statelessHistory serves a request's own history to load_history,
+// whatever session and question it asks about.
 type statelessHistory []pipeline.HistoryMessage
 
-// RecentMessages implements pipeline.MessageReader.
-func (h statelessHistory) RecentMessages(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
-	from := 0
-	if limit >= 0 && len(h) > limit {
-		from = len(h) - limit
-	}
-	out := make([]pipeline.HistoryMessage, 0, len(h)-from)
-	for _, m := range h[from:] {
+// Branch implements pipeline.MessageReader.
+func (h statelessHistory) Branch(context.Context, string, string) ([]pipeline.HistoryMessage, error) {
+	out := make([]pipeline.HistoryMessage, 0, len(h))
+	for _, m := range h {
 		if m.Status == "" {
 			m.Status = history.StatusCompleted
 		}

@@ -260,9 +260,6 @@ func (r *Recorder) Events() []eventbus.Event {
 // history serves fixed messages to load_history.
 type history []pipeline.HistoryMessage
 
-func (h history) RecentMessages(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
-	if limit > 0 && len(h) > limit {
-		return h[len(h)-limit:], nil
-	}
+func (h history) Branch(context.Context, string, string) ([]pipeline.HistoryMessage, error) {
 	return h, nil
 }

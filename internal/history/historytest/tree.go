@@ -205,6 +205,22 @@ var titleTests = []test{
 		wantErr(t, "SetGeneratedTitle of an unknown session", err, history.ErrNotFound)
 		wantErr(t, "RenameSession of an unknown session", s.RenameSession(t.Context(), "nope", "x"), history.ErrNotFound)
 	}},
+	{"ATitleGivenAtCreationIsTheUsers", func(t *testing.T, s history.Store) {
+		sess, err := s.CreateSession(t.Context(), history.Session{ID: "s1", Title: "Chosen", TitleSource: history.TitleUser})
+		if err != nil || sess.TitleSource != history.TitleUser {
+			t.Fatalf("CreateSession = %+v, %v", sess, err)
+		}
+		if _, err := s.CreateSession(t.Context(), history.Session{ID: "s2", TitleSource: "bogus"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := getSession(t, s, "s2").TitleSource; got != history.TitleDefault {
+			t.Fatalf("TitleSource %q stored as %q, want the default", "bogus", got)
+		}
+		applied, err := s.SetGeneratedTitle(t.Context(), "s1", "Generated")
+		if err != nil || applied || getSession(t, s, "s1").Title != "Chosen" {
+			t.Fatalf("SetGeneratedTitle over a title given at creation = %v, %v", applied, err)
+		}
+	}},
 	{"SetSessionModeChangesTheMode", func(t *testing.T, s history.Store) {
 		createSession(t, s, "s1")
 		if err := s.SetSessionMode(t.Context(), "s1", "agent"); err != nil {

@@ -23,9 +23,12 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 	}
 	now := s.clock.Now()
 	sess.CreatedAt, sess.UpdatedAt = now, now
-	sess.TitleSource, sess.CurrentLeaf = history.TitleDefault, ""
-	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES ($1, $2, $3, $4, '', '', $5, $5)`,
-		sess.ID, sess.TenantID, cleanText(sess.Title), cleanText(sess.Mode), now)
+	if sess.TitleSource != history.TitleUser {
+		sess.TitleSource = history.TitleDefault
+	}
+	sess.CurrentLeaf = ""
+	_, err := s.pool.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES ($1, $2, $3, $4, $6, '', $5, $5)`,
+		sess.ID, sess.TenantID, cleanText(sess.Title), cleanText(sess.Mode), now, sess.TitleSource)
 	if pgdb.IsUniqueViolation(err) {
 		err = history.ErrAlreadyExists
 	}

@@ -23,7 +23,10 @@ func (s *Store) CreateSession(ctx context.Context, sess history.Session) (histor
 	}
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) error {
 		sess.CreatedAt, sess.UpdatedAt = now, now
-		sess.TitleSource, sess.CurrentLeaf = history.TitleDefault, ""
+		if sess.TitleSource != history.TitleUser {
+			sess.TitleSource = history.TitleDefault
+		}
+		sess.CurrentLeaf = ""
 		_, err := s.exec(ctx, tx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			sess.ID, sess.TenantID, sess.Title, sess.Mode, sess.TitleSource, sess.CurrentLeaf,
 			sqlitedb.FormatTime(now), sqlitedb.FormatTime(now))
