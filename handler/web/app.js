@@ -210,28 +210,19 @@
     clearMessages();
     var live = null;
     var msgs = data.messages || [];
-    for (var i = 0; i < msgs.length; i++) {
-      var m = msgs[i];
-      if (m.role === 'user') { addUser(m); continue; }
-      // Several answers in a row answer one question side by side.
-      var j = i;
-      while (j + 1 < msgs.length && msgs[j + 1].role !== 'user') j++;
-      var view;
-      if (j > i) {
-        view = C.sideBySide.savedGroup(id, msgs.slice(i, j + 1));
-        if (!view.done) live = view;
-        i = j;
+    msgs.forEach(function (m) {
+      if (m.role === 'user') { addUser(m); return; }
+      // Answers given side by side are versions of one answer here
+      // (‹ 1/2 ›); while they stream, the stream shows them side by side.
+      var view = new C.AnswerView(m.id, id);
+      if (m.status === 'streaming') {
+        if (!view.restore()) view.render();
+        live = view;
       } else {
-        view = new C.AnswerView(m.id, id);
-        if (m.status === 'streaming') {
-          if (!view.restore()) view.render();
-          live = view;
-        } else {
-          view.setSaved(m);
-        }
+        view.setSaved(m);
       }
       addAnswer(view);
-    }
+    });
     ui.messages.scrollTop = ui.messages.scrollHeight;
     if (live) attach(live, null); // continue after the snapshot's seq (or replay all of it)
   }

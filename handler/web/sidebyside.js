@@ -2,7 +2,8 @@
 // question (stream.started lists "models"), each gets its own answer view
 // in a column (tabs at phone width), fed with the events that carry its
 // placement.model. The host view keeps reading the one stream, so stop,
-// resume and reload work as for any answer.
+// resume and reload work as for any answer. Once saved, the answers are
+// versions of one answer (sibling_ids), shown one at a time.
 (function (global) {
   'use strict';
 
@@ -33,9 +34,8 @@
       tab.addEventListener('click', function () { select(g, m.model); });
       g.tabs.append(tab);
       g.cols.append(pane);
-      g.panes[m.model] = { view: sub, pane: pane, tab: tab, saved: m.saved };
+      g.panes[m.model] = { view: sub, pane: pane, tab: tab };
       g.order.push(m.model);
-      if (m.saved && m.saved.status !== 'streaming') sub.setSaved(m.saved); // a streaming one is replayed
       if (i === 0) select(g, m.model);
     });
     view.el.insertBefore(g.el, view.metaEl);
@@ -61,7 +61,7 @@
     var model = ev.placement && ev.placement.model;
     var p = model && view.sbs.panes[model];
     if (p) {
-      if (!p.view.done) p.view.apply(ev); // a saved, finished answer is not replayed over
+      if (!p.view.done) p.view.apply(ev);
       return true;
     }
     if (ev.type === 'stream.finished') {
@@ -80,7 +80,7 @@
     for (;;) {
       var data = null;
       try {
-        data = await C.api('GET', '/api/v1/sessions/' + encodeURIComponent(view.session) + '/messages');
+        data = await C.api('GET', '/api/v1/sessions/' + encodeURIComponent(view.session) + '/messages?all=true');
       } catch (e) {
         if (signal.aborted) return;
       }
@@ -106,21 +106,6 @@
     }
   }
 
-  // savedGroup builds the host of saved side-by-side answers: messages
-  // is the run of assistant messages that answer one question.
-  function savedGroup(session, messages) {
-    var host = new C.AnswerView(messages[0].id, session);
-    start(host, messages.map(function (m, i) {
-      return { model: m.model || 'Answer ' + (i + 1), message_id: m.id, saved: m };
-    }));
-    var streaming = messages.some(function (m) { return m.status === 'streaming'; });
-    host.status = streaming ? 'streaming' : 'completed';
-    host.done = !streaming;
-    host.render();
-    return host;
-  }
-
-  C.sideBySide = { savedGroup: savedGroup };
   C.answerHooks = C.answerHooks || [];
   C.answerHooks.unshift({ apply: route }); // before the others: a model's events are its view's
 })(window);

@@ -107,6 +107,16 @@ func TestWebPageApprovesAndDeniesToolCallsInAgentMode(t *testing.T) {
 	if !open {
 		t.Fatal("a tool call's result does not fold away")
 	}
+
+	// After a reload the calls are read from the saved answers.
+	b.do("reload", chromedp.Reload())
+	b.waitJS("the saved calls", `(() => { const s = `+toolCallJS("call_web_deny")+`; return !!s && s.Status === 'denied'; })()`)
+	for id, want := range map[string]string{"call_web_allow": "completed", "call_web_deny": "denied"} {
+		st := evalJS[toolCallState](b, toolCallJS(id))
+		if st.Status != want || st.Name != "e2e_wait" || !strings.Contains(st.Args, `"key"`) || st.Output == "" || st.Buttons {
+			t.Errorf("saved call %s shows %+v", id, st)
+		}
+	}
 	b.noScriptErrors()
 }
 
@@ -151,7 +161,8 @@ type paneState struct {
 }
 
 // Two models chosen under "Compare" answer side by side, in columns (tabs
-// at phone width), live and again after a reload.
+// at phone width); saved, they are versions of the answer (‹ 1/2 ›), each
+// naming its model.
 func TestWebPageShowsSideBySideAnswers(t *testing.T) {
 	b := newBrowser(t)
 	h := newHarness(t, withOtherModel)
@@ -183,17 +194,32 @@ func TestWebPageShowsSideBySideAnswers(t *testing.T) {
 	if msgs := h.messages(session); len(msgs) != 3 {
 		t.Fatalf("saved %d messages", len(msgs))
 	}
-
-	b.do("reload", chromedp.Reload())
-	// Saved messages do not say which model wrote them yet: the columns
-	// are numbered.
-	saved := []string{"Answer 1", "Answer 2"}
-	check("the saved answers after a reload", saved, true, true)
-
 	b.do("phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	check("tabs at phone width", saved, true, false)
+	check("tabs at phone width", models, true, false)
 	b.click("the other tab", `#messages .sbs-tab:nth-child(2)`)
-	check("the other tab", saved, false, true)
+	check("the other tab", models, false, true)
+
+	// Saved, the answers are versions of one answer (‹ 1/2 ›), each naming
+	// its model.
+	b.do("reload", chromedp.Reload())
+	const answer = `#messages article.assistant`
+	shownVersion := func(what string) (model, text string) {
+		t.Helper()
+		b.waitJS(what, `!!document.querySelector('`+answer+`[data-status=completed] .actions .model') &&
+			!document.querySelector('`+answer+` .versions').hidden`)
+		return evalJS[string](b, `document.querySelector('`+answer+` .actions .model').textContent`),
+			evalJS[string](b, `document.querySelector('`+answer+` .answer').innerText`)
+	}
+	versions := map[string]string{}
+	model, text := shownVersion("a saved version")
+	versions[model] = text
+	b.click("the other version", answer+` .versions button:not(:disabled)`)
+	b.waitJS("the other version", `document.querySelector('`+answer+` .actions .model').textContent !== `+jsString(model))
+	model, text = shownVersion("the other version")
+	versions[model] = text
+	if versions["default"] != "Answer from default." || versions["other"] != "Answer from other." {
+		t.Fatalf("saved versions %v", versions)
+	}
 	b.noScriptErrors()
 }
 
