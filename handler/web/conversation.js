@@ -378,6 +378,13 @@
     var d = document.getElementById('confirm');
     document.getElementById('confirm-ok').addEventListener('click', function () { d.close('ok'); });
     document.getElementById('confirm-cancel').addEventListener('click', function () { d.close('cancel'); });
+    // The mode chosen for an open chat is kept with it.
+    document.getElementById('mode').addEventListener('change', function (ev) {
+      var session = C.app.state.session;
+      if (!session) return;
+      C.api('PATCH', '/api/v1/sessions/' + encodeURIComponent(session), { mode: ev.target.value })
+        .then(C.app.updateSession, function (e) { C.app.showBanner(e.message); });
+    });
     var r = document.getElementById('rename');
     if (r) r.addEventListener('click', startRename);
     document.getElementById('title').addEventListener('dblclick', startRename);

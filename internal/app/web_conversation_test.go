@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -132,7 +133,7 @@ func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
 }
 
 // Rename from the top bar: the title changes in the page and the list,
-// and the server keeps it.
+// and the server keeps it, as it keeps the mode chosen for the chat.
 func TestWebPageRenamesAChat(t *testing.T) {
 	b := newBrowser(t)
 	h := newHarness(t)
@@ -143,7 +144,7 @@ func TestWebPageRenamesAChat(t *testing.T) {
 	b.do("save the title", chromedp.KeyEvent(kb.Enter))
 	b.waitJS("the new title", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form') &&
 		document.querySelector('#sessions .session.active .open').textContent === 'Small talk'`)
-	var s struct{ Title string }
+	var s struct{ Title, Mode string }
 	h.call("GET", "/api/v1/sessions/"+session, "", &s)
 	if s.Title != "Small talk" {
 		t.Fatalf("the server has the title %q", s.Title)
@@ -153,7 +154,18 @@ func TestWebPageRenamesAChat(t *testing.T) {
 	b.waitJS("the title box", `document.activeElement && document.activeElement.id === 'rename-input'`)
 	b.do("type and cancel", chromedp.KeyEvent("Other title"), chromedp.KeyEvent(kb.Escape))
 	b.waitJS("the title kept", `document.querySelector('#title').textContent === 'Small talk' && !document.querySelector('#rename-form')`)
+	// The mode chosen for the chat is kept with it.
+	evalJS[bool](b, `(() => { const m = document.querySelector('#mode'); m.value = 'rag'; m.dispatchEvent(new Event('change')); return true; })()`)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Mode != "rag" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server has the mode %q", s.Mode)
+		}
+		time.Sleep(20 * time.Millisecond)
+		h.call("GET", "/api/v1/sessions/"+session, "", &s)
+	}
 	b.do("reload", chromedp.Reload())
-	b.waitJS("the title after a reload", `document.querySelector('#title').textContent === 'Small talk'`)
+	b.waitJS("the title and mode after a reload", `document.querySelector('#title').textContent === 'Small talk' &&
+		document.querySelector('#mode').value === 'rag'`)
 	b.noScriptErrors()
 }
