@@ -277,6 +277,22 @@
     article.append(bar);
   }
 
+  // questionSaved gives the question just asked (shown before the answer
+  // view) its id, so that it can be edited at once: it follows the answer
+  // shown before it, or starts the chat.
+  function questionSaved(view, id) {
+    var q = view.el.previousElementSibling;
+    if (!id || !q || !q.classList.contains('user') || q.dataset.id) return;
+    var before = q.previousElementSibling;
+    q.dataset.id = id;
+    userShown(q, {
+      id: id,
+      content: q.querySelector('.bubble').textContent,
+      parent_id: before && before.classList.contains('assistant') ? before.dataset.id || null : null,
+      sibling_ids: [id]
+    });
+  }
+
   // ---- The chat's title ----
 
   function startRename() {
@@ -359,6 +375,7 @@
       if (ev.type === 'stream.started') {
         view.siblings = null;
         if (ev.model) view.model = ev.model;
+        if (!view.sub) questionSaved(view, ev.user_message_id);
       }
       if (ev.type === 'stream.finished' && !view.sub && isFirstAnswer(view)) {
         // A title generated after the stream ended shows on the next read.

@@ -76,6 +76,7 @@ func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("First answer.", 2)})
 	b.ask("Question one")
 	b.waitConversation("the first answer", "user: Question one | assistant: First answer.")
+	b.waitJS("Edit under the question just asked", `!!document.querySelector('#messages article.user .act.edit')`)
 
 	// Regenerate a completed answer: a second version, shown as 2/2.
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Second answer.", 2)})
@@ -123,9 +124,19 @@ func TestWebPageRegeneratesEditsAndSwitchesBranches(t *testing.T) {
 	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one|assistant:Second answer.|user:Question two|assistant:Two, answered.|user:Question three" {
 		t.Fatalf("asking on the old branch sent %v", got)
 	}
+	// The question just asked can be edited at once: it follows the answer
+	// before it.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Three again.", 1)})
+	b.click("Edit the last question", `#messages article.user:nth-last-of-type(2) .act.edit`)
+	b.retype("#messages article.user form.edit textarea", "Question three, edited")
+	b.do("send the edit", chromedp.KeyEvent(kb.Enter))
+	const oldBranch = "user: Question one [1/2] | assistant: Second answer. [2/2] | user: Question two | assistant: Two, answered. [2/2]"
+	b.waitConversation("the last question edited", oldBranch+" | user: Question three, edited [2/2] | assistant: Three again.")
+	if got := lastPrompt(h); strings.Join(got, "|") != "user:Question one|assistant:Second answer.|user:Question two|assistant:Two, answered.|user:Question three, edited" {
+		t.Fatalf("the edited last question sent %v", got)
+	}
 	b.do("reload", chromedp.Reload())
-	b.waitConversation("the branch after a reload",
-		"user: Question one [1/2] | assistant: Second answer. [2/2] | user: Question two | assistant: Two, answered. [2/2] | user: Question three | assistant: Three.")
+	b.waitConversation("the branch after a reload", oldBranch+" | user: Question three, edited [2/2] | assistant: Three again.")
 	b.click("the edited question", `#messages article.user .versions .next`)
 	b.waitConversation("the edited branch again", "user: Question one, edited [2/2] | assistant: Edited answer.")
 	b.screenshot("web-branches.png")
