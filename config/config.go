@@ -24,7 +24,9 @@ type Config struct {
 	DefaultMode string                    `mapstructure:"default_mode"`
 	Pipelines   map[string][]any          `mapstructure:"pipelines"` // mode -> plugin list; see Chain
 	Plugins     map[string]map[string]any `mapstructure:"plugins"`
-	MCP         MCP                       `mapstructure:"mcp"` // MCP server at /mcp and MCP servers' tools (mcp.go)
+	MCP         MCP                       `mapstructure:"mcp"`        // MCP server at /mcp and MCP servers' tools (mcp.go)
+	Titles      Titles                    `mapstructure:"titles"`     // generated session titles (meta.go)
+	Background  Background                `mapstructure:"background"` // model jobs after a turn (meta.go)
 
 	// File is the config file this snapshot was read from; empty when the
 	// default config.yaml does not exist and chatpipe runs on built-in

@@ -163,6 +163,17 @@ func builtinDefaults() map[string]any {
 			},
 			"servers": []any{},
 		},
+		"titles": map[string]any{
+			"enabled":   true,
+			"model":     "",
+			"prompt":    DefaultTitlePrompt,
+			"max_chars": 60,
+			"timeout":   "20s",
+		},
+		"background": map[string]any{
+			"max_jobs":    16,
+			"stream_wait": "3s",
+		},
 		"models": map[string]any{
 			"default": map[string]any{
 				"provider":    "demo",
@@ -179,6 +190,15 @@ func builtinDefaults() map[string]any {
 			"load_history": map[string]any{
 				"max_rounds": 5,
 				"max_tokens": 3000,
+				"tool_calls": false,
+				"compaction": map[string]any{
+					"enabled":       true,
+					"model":         "",
+					"budget_tokens": 0,
+					"keep_rounds":   2,
+					"timeout":       "60s",
+					"prompt":        DefaultCompactionPrompt,
+				},
 			},
 			"rewrite": map[string]any{
 				"model":       "default",

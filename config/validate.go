@@ -135,6 +135,28 @@ func (c *Config) Validate() error {
 			add("redis.queue_size", "must be greater than 0, got %d", c.Redis.QueueSize)
 		}
 	}
+	if c.Titles.Enabled {
+		if c.Titles.Model != "" {
+			if _, ok := c.Models[c.Titles.Model]; !ok {
+				add("titles.model", "%q is not defined under models", c.Titles.Model)
+			}
+		}
+		if !strings.Contains(c.Titles.Prompt, "{question}") {
+			add("titles.prompt", "must contain {question}")
+		}
+		if c.Titles.MaxChars < 10 {
+			add("titles.max_chars", "must be at least 10, got %d", c.Titles.MaxChars)
+		}
+		if c.Titles.Timeout <= 0 {
+			add("titles.timeout", "must be a positive duration like \"20s\", got %v", c.Titles.Timeout)
+		}
+	}
+	if c.Background.MaxJobs <= 0 {
+		add("background.max_jobs", "must be greater than 0, got %d", c.Background.MaxJobs)
+	}
+	if c.Background.StreamWait < 0 {
+		add("background.stream_wait", "must be 0 (never wait) or a duration like \"3s\", got %v", c.Background.StreamWait)
+	}
 	if c.Limits.MaxConcurrentStreams < 0 || c.Limits.RatePerSecond < 0 {
 		add("limits", "max_concurrent_streams and rate_per_second must not be negative (0 = unlimited)")
 	}

@@ -43,6 +43,20 @@ const (
 	TypeToolCallApprovalDecision Type = "tool_call.approval_decision"
 )
 
+// Session metadata and history compaction: model jobs that run after a
+// turn, off the token path. Their events come before stream.finished when
+// the job ends while the stream is open (the run waits a bounded time for
+// it, see background.stream_wait); otherwise the result is only saved and
+// shows on the next read.
+const (
+	// TypeSessionUpdated says the session changed while the answer
+	// streamed: its generated title.
+	TypeSessionUpdated Type = "session.updated"
+	// TypeHistoryCompacted says older messages of the session were
+	// summarised: later prompts send the summary in their place.
+	TypeHistoryCompacted Type = "history.compacted"
+)
+
 // AllTypes lists the built-in types, in wire-contract order.
 var AllTypes = []Type{
 	TypeStreamStarted, TypeStage, TypeQueryRewritten, TypeReferences,
@@ -50,7 +64,7 @@ var AllTypes = []Type{
 	TypeAnswerStart, TypeAnswerDelta, TypeAnswerEnd,
 	TypeToolCallStart, TypeToolCallDelta, TypeToolCallEnd, TypeToolResult,
 	TypeToolCallApprovalRequest, TypeToolCallApprovalDecision,
-	TypeUsage, TypeError, TypeStreamFinished,
+	TypeUsage, TypeError, TypeSessionUpdated, TypeHistoryCompacted, TypeStreamFinished,
 }
 
 // Stream statuses carried by stream.finished and saved on the assistant message.
@@ -230,17 +244,39 @@ type Finished struct {
 	MessageID string `json:"message_id"`
 }
 
-func (Custom) isPayload()         {}
-func (StreamStarted) isPayload()  {}
-func (Stage) isPayload()          {}
-func (QueryRewritten) isPayload() {}
-func (References) isPayload()     {}
-func (ToolCall) isPayload()       {}
-func (ToolResult) isPayload()     {}
-func (ToolApproval) isPayload()   {}
-func (Usage) isPayload()          {}
-func (Error) isPayload()          {}
-func (Finished) isPayload()       {}
+// SessionUpdated is the payload of session.updated.
+type SessionUpdated struct {
+	SessionID string `json:"session_id"`
+	Title     string `json:"title"`
+	// TitleSource is "generated" (by the model) or "fallback" (the
+	// question, trimmed: the model is the demo one or failed).
+	TitleSource string `json:"title_source"`
+}
+
+// HistoryCompacted is the payload of history.compacted.
+type HistoryCompacted struct {
+	SessionID     string `json:"session_id"`
+	SummaryID     string `json:"summary_id"`
+	FromMessageID string `json:"from_message_id"` // the first message the summary covers
+	ToMessageID   string `json:"to_message_id"`   // the last one
+	Messages      int    `json:"messages"`        // how many it covers
+	TokensBefore  int    `json:"tokens_before"`   // estimated tokens of what it replaces
+	TokensAfter   int    `json:"tokens_after"`    // estimated tokens of the summary
+}
+
+func (Custom) isPayload()           {}
+func (StreamStarted) isPayload()    {}
+func (Stage) isPayload()            {}
+func (QueryRewritten) isPayload()   {}
+func (References) isPayload()       {}
+func (ToolCall) isPayload()         {}
+func (ToolResult) isPayload()       {}
+func (ToolApproval) isPayload()     {}
+func (Usage) isPayload()            {}
+func (Error) isPayload()            {}
+func (Finished) isPayload()         {}
+func (SessionUpdated) isPayload()   {}
+func (HistoryCompacted) isPayload() {}
 
 // IsText reports whether t carries its content in Event.Text.
 func (t Type) IsText() bool {

@@ -153,6 +153,10 @@ func Decode(data []byte) (Event, error) {
 		ev.Payload, err = decodeAs[Error](data)
 	case TypeStreamFinished:
 		ev.Payload, err = decodeAs[Finished](data)
+	case TypeSessionUpdated:
+		ev.Payload, err = decodeAs[SessionUpdated](data)
+	case TypeHistoryCompacted:
+		ev.Payload, err = decodeAs[HistoryCompacted](data)
 	case TypeResyncRequired:
 	default:
 		var m map[string]any

@@ -46,8 +46,7 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		abort(c, rerr.status, rerr.code, rerr.message)
 		return
 	}
-	if req.Mode != "" && !h.knownMode(req.Mode) {
-		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
+	if !h.checkMode(c, req.Mode) {
 		return
 	}
 	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {

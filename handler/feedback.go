@@ -104,7 +104,7 @@ func (h *Handler) putFeedback(c *gin.Context) {
 		return
 	}
 	saved, previous, err := h.deps.History.SetFeedback(c.Request.Context(), history.Feedback{
-		MessageID: msg.ID, Rating: req.Rating, Comment: req.Comment, Reason: req.Reason})
+		MessageID: msg.ID, Rating: req.Rating, Comment: req.Comment, Reason: req.Reason, Model: msg.Model})
 	switch {
 	case errors.Is(err, history.ErrNotFound): // deleted meanwhile
 		abort(c, http.StatusNotFound, "message_not_found", "No message with id "+strconv.Quote(msg.ID)+".")

@@ -90,8 +90,7 @@ func (h *Handler) postMessage(c *gin.Context) {
 			fmt.Sprintf("The question is %d characters long; the limit is %d.", n, limit))
 		return
 	}
-	if req.Mode != "" && !h.knownMode(req.Mode) {
-		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
+	if !h.checkMode(c, req.Mode) {
 		return
 	}
 	if req.Models != nil && req.Stream != nil && !*req.Stream {
@@ -183,8 +182,7 @@ func (h *Handler) regenerate(c *gin.Context) {
 		abort(c, rerr.status, rerr.code, rerr.message)
 		return
 	}
-	if req.Mode != "" && !h.knownMode(req.Mode) {
-		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(req.Mode))
+	if !h.checkMode(c, req.Mode) {
 		return
 	}
 	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {

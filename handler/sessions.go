@@ -151,6 +151,16 @@ func (h *Handler) checkTitle(c *gin.Context, title string) bool {
 	return true
 }
 
+// checkMode answers 400 itself for a mode that is given but not
+// configured ("" is the session's or the default mode).
+func (h *Handler) checkMode(c *gin.Context, mode string) bool {
+	if mode != "" && !h.knownMode(mode) {
+		abort(c, http.StatusBadRequest, "unknown_mode", h.unknownModeMessage(mode))
+		return false
+	}
+	return true
+}
+
 func (h *Handler) knownMode(mode string) bool { return slices.Contains(h.deps.Modes(), mode) }
 
 func (h *Handler) unknownModeMessage(mode string) string {

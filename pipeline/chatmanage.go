@@ -45,6 +45,10 @@ type ChatManage struct {
 	// then sends its numbered-context prompt with an empty context, so the
 	// model says the knowledge base does not cover the question.
 	NoContext bool
+	// HistorySummary is load_history's summary of the turns before
+	// History, when older history was compacted ("" = none): sent with
+	// the system prompt.
+	HistorySummary string
 
 	// Emitter publishes this request's events. A plugin may replace it with
 	// a wrapper for the rest of the chain and restore it after next().
@@ -59,6 +63,10 @@ type ChatManage struct {
 	// RemoteTools are MCP servers' tools, for modes that list them; nil
 	// when none are configured.
 	RemoteTools RemoteTools
+	// Background runs model jobs after the turn (nil = none can run);
+	// Summaries keeps compacted history (nil = no compaction).
+	Background Background
+	Summaries  SummaryStore
 
 	stage   *stageState
 	nextCtx context.Context // set by SetNextContext for the next call of next()
@@ -102,6 +110,7 @@ func (cm *ChatManage) SetNextContext(ctx context.Context) { cm.nextCtx = ctx }
 
 // HistoryMessage is an earlier turn of the session.
 type HistoryMessage struct {
+	ID       string // the saved message's id
 	Role     string // user or assistant
 	Content  string
 	Thinking string

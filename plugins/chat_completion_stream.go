@@ -91,8 +91,8 @@ func (p *ChatCompletionStream) OnEvent(ctx context.Context, _ pipeline.EventType
 // inside the rag prompt when retrieval ran.
 func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Message {
 	msgs := make([]*schema.Message, 0, len(cm.History)+2)
-	if p.cfg.SystemPrompt != "" {
-		msgs = append(msgs, schema.SystemMessage(p.cfg.SystemPrompt))
+	if system := withSummary(p.cfg.SystemPrompt, cm.HistorySummary); system != "" {
+		msgs = append(msgs, schema.SystemMessage(system))
 	}
 	for _, h := range cm.History {
 		if h.Role == "assistant" {

@@ -19,6 +19,9 @@ func init() { pipeline.Register("load_history", newLoadHistory) }
 type LoadHistoryConfig struct {
 	MaxRounds int `mapstructure:"max_rounds"` // question/answer pairs to keep
 	MaxTokens int `mapstructure:"max_tokens"` // budget for the kept history
+	// Compaction summarises older turns instead of dropping them
+	// (history_compaction.go).
+	Compaction CompactionConfig `mapstructure:"compaction"`
 	// ToolCalls sends an agent answer's tool calls and their results back
 	// to the model, in the provider's tool-message format, before the
 	// answer's text. Off by default: the results can be long, and some
@@ -37,8 +40,11 @@ type LoadHistoryConfig struct {
 type LoadHistory struct{ cfg LoadHistoryConfig }
 
 func newLoadHistory(c pipeline.PluginConfig) (pipeline.Plugin, error) {
-	cfg := LoadHistoryConfig{MaxRounds: 5, MaxTokens: 3000}
+	cfg := LoadHistoryConfig{MaxRounds: 5, MaxTokens: 3000, Compaction: defaultCompaction()}
 	if err := c.Decode(&cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Compaction.check(c.Key); err != nil {
 		return nil, err
 	}
 	if cfg.MaxRounds < 0 || cfg.MaxTokens < 0 {
@@ -71,9 +77,17 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 		cm.StageDetail("history unavailable; answering without it")
 		return next()
 	}
-	cm.History = fitHistory(msgs, p.cfg.MaxTokens)
+	msgs, summary := summarised(ctx, cm, msgs)
+	if summary != nil {
+		cm.HistorySummary = summary.Content
+	}
+	cm.History = fitHistory(msgs[max(0, len(msgs)-2*p.cfg.MaxRounds):], p.cfg.MaxTokens)
 	cm.StageDetail(fmt.Sprintf("%d messages", len(cm.History)))
-	return next()
+	if perr := next(); perr != nil {
+		return perr
+	}
+	p.compactAfter(cm, summary, msgs) // after the turn, off the token path
+	return nil
 }
 
 // loadBranch reads the branch the question is on, as the model will see
@@ -85,7 +99,9 @@ func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) (
 		return nil, err
 	}
 	msgs := alternateRoles(branch)
-	if limit := 2 * p.cfg.MaxRounds; len(msgs) > limit {
+	// With compaction, rounds past max_rounds are summarised, not dropped:
+	// OnEvent keeps the newest max_rounds of what no summary covers.
+	if limit := 2 * p.cfg.MaxRounds; !p.cfg.Compaction.Enabled && len(msgs) > limit {
 		msgs = msgs[len(msgs)-limit:]
 	}
 	for i := range msgs {
@@ -126,7 +142,7 @@ func alternateRoles(msgs []pipeline.HistoryMessage) []pipeline.HistoryMessage {
 // alone, with some text it is the text followed by the marker, so the
 // model neither takes a fragment for a finished answer nor repeats it.
 const (
-	markNoAnswer   = "[No answer: this reply failed before any text was written.]"
+	markNoAnswer   = "[No answer: this reply ended before any text was written.]"
 	markIncomplete = "[This reply is incomplete: it ended before it was finished.]"
 )
 

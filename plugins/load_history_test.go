@@ -57,3 +57,42 @@ func TestLoadHistoryKeepsNewestRoundsWithinBudgetWithoutThinking(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the reader returns, the model gets alternating roles: a
+// question without its answer gets a marked empty answer, an answer
+// without its question is dropped, and answers that did not complete are
+// marked rather than left out.
+func TestLoadHistoryAlternatesRolesAndMarksIncompleteAnswers(t *testing.T) {
+	t.Parallel()
+	history := []pipeline.HistoryMessage{
+		{Role: "assistant", Content: "orphan answer"},
+		{Role: "user", Content: "q1"},
+		{Role: "user", Content: "q2"},
+		{Role: "assistant", Content: "half", Status: "failed"},
+		{Role: "user", Content: "q3"},
+		{Role: "assistant", Content: "", Status: "stopped"},
+		{Role: "user", Content: "dangling"},
+	}
+	provider := providertest.New(t)
+	provider.SetDefault(providertest.Script{Chunks: providertest.Answer("ok", 1)})
+	chain := pipelinetest.Chain(t, "chat", []any{"load_history", "chat_completion_stream"}, nil)
+	res := pipelinetest.Run(context.Background(), chain, pipelinetest.Request{
+		Query: "now", History: history,
+		Models: pipelinetest.Models{"default": pipelinetest.OpenAI(t, provider.BaseURL())},
+	})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	var got []string
+	for _, m := range res.State.History {
+		got = append(got, m.Role+":"+m.Content)
+	}
+	want := []string{
+		"user:q1", "assistant:[No answer: this reply ended before any text was written.]",
+		"user:q2", "assistant:half\n\n[This reply is incomplete: it ended before it was finished.]",
+		"user:q3", "assistant:[No answer: this reply ended before any text was written.]",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("history =\n%q\nwant\n%q", got, want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/internal/citation"
+	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -78,7 +79,7 @@ func (l *llmScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []p
 //
 // Grades are clamped to 0..10 and divided by 10.
 func parseLLMScores(reply string, n int) ([]float64, bool) {
-	text := stripThink(reply)
+	text := think.StripBlocks(reply)
 	for i := 0; i < len(text); i++ {
 		if text[i] != '[' && text[i] != '{' {
 			continue

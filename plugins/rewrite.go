@@ -13,6 +13,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -155,7 +156,7 @@ var refusals = []string{"i'm sorry", "i am sorry", "sorry", "i cannot", "i can't
 // markdown emphasis or quotes. A reply that is empty, far longer than a
 // question, a refusal or the prompt echoed back is rejected with a reason.
 func parseRewrite(reply, original string) (string, string) {
-	text := stripThink(reply)
+	text := think.StripBlocks(reply)
 	q := ""
 	for line := range strings.SplitSeq(text, "\n") {
 		if q = cleanRewriteLine(line); q != "" {
@@ -177,26 +178,6 @@ func parseRewrite(reply, original string) (string, string) {
 		}
 	}
 	return q, ""
-}
-
-// stripThink removes <think>…</think> blocks. An unclosed <think> hides
-// everything after it; a </think> without an opening tag (providers that
-// drop it) hides everything before it.
-func stripThink(s string) string {
-	if i := strings.LastIndex(s, "</think>"); i >= 0 && !strings.Contains(s[:i], "<think>") {
-		s = s[i+len("</think>"):]
-	}
-	for {
-		i := strings.Index(s, "<think>")
-		if i < 0 {
-			return s
-		}
-		j := strings.Index(s[i:], "</think>")
-		if j < 0 {
-			return s[:i]
-		}
-		s = s[:i] + s[i+j+len("</think>"):]
-	}
 }
 
 func cleanRewriteLine(line string) string {

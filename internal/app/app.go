@@ -31,6 +31,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/history/pgstore"
 	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/jobs"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	kpgstore "github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
 	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -86,6 +87,7 @@ type App struct {
 	watcher      *config.Watcher
 	closing      atomic.Bool
 	mcpClients   *mcpclient.Manager // connections to mcp.servers
+	jobs         *jobs.Runner       // model jobs after a turn: titles, history compaction
 }
 
 // New builds an App from a loaded config. It validates everything first:
@@ -146,6 +148,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.mcpClients = newMCPClients(a.log, a.metrics)
 	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.jobs = jobs.New(cfg.Background.MaxJobs, a.log, a.countJob)
 	a.runs = run.NewManager(run.Options{
 		Setup:     a.setup.Load,
 		History:   a.history,
@@ -157,6 +160,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Cluster:   a.cluster,
 
 		RemoteTools: a.mcpClients,
+		Jobs:        a.jobs,
 	})
 	close(a.started)
 	a.handler = handler.New(handler.Deps{
@@ -355,6 +359,8 @@ func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
 			EveryDeltas: cfg.Stream.PartialSaveDeltas,
 			Interval:    cfg.Stream.PartialSaveInterval,
 		},
+		Titles:   titles(cfg),
+		JobsWait: cfg.Background.StreamWait,
 	}
 	for _, mode := range slices.Sorted(maps.Keys(chains)) { // sorted: the same error first on every start
 		entries := chains[mode]
@@ -518,6 +524,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		httpDone <- srv.Shutdown(hctx)
 	}()
 	a.runs.Shutdown(grace)
+	a.jobs.Close(grace) // titles and summaries still being written get what is left of the grace
 	if err := <-httpDone; err != nil {
 		_ = srv.Close()
 	}
@@ -545,6 +552,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
+	a.jobs.Close(ctx)    // after the runs: none can start a job any more
 	a.mcpClients.Close() // after the runs: none can call a tool any more
 	if a.cluster != nil {
 		_ = a.cluster.Close() // before the stores: it uses the Redis client
@@ -566,4 +574,22 @@ func (a *App) closeStores() error {
 	errs = append(errs, a.history.Close())
 	_ = a.log.Sync()
 	return errors.Join(errs...)
+}
+
+// titles maps titles: onto the run's settings: model "" is the model
+// named default when there is one.
+func titles(cfg *config.Config) run.Titles {
+	t := run.Titles{Enabled: cfg.Titles.Enabled, Model: cfg.Titles.Model, Prompt: cfg.Titles.Prompt,
+		MaxChars: cfg.Titles.MaxChars, Timeout: cfg.Titles.Timeout}
+	if _, ok := cfg.Models["default"]; ok && t.Model == "" {
+		t.Model = "default"
+	}
+	return t
+}
+
+// countJob counts how a background job ended, when metrics are on.
+func (a *App) countJob(kind, outcome string) {
+	if a.metrics != nil {
+		a.metrics.Job(kind, outcome)
+	}
 }

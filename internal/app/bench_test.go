@@ -99,6 +99,8 @@ func benchConfig(b *testing.B, baseURL string) *config.Config {
 	cfg.Storage.SQLite.Path = filepath.Join(b.TempDir(), "bench.db")
 	cfg.Models = map[string]config.Model{"default": {Provider: "openai", BaseURL: baseURL, Model: "bench", Retries: intp(0)}}
 	cfg.DefaultMode = "chat"
+	cfg.Titles.Enabled = false // BenchmarkTimeToFirstAnswerByteTitles measures them
+	cfg.Plugins["load_history"]["compaction"] = map[string]any{"enabled": false}
 	return cfg
 }
 

@@ -150,4 +150,4 @@ func TestFeedbackBadInputIsRefusedAndSavesNothing(t *testing.T) {
 
 // feedbackModel is the model label feedback on the fake provider's
 // answers is counted under: the model the saved message records.
-const feedbackModel = ""
+const feedbackModel = "default"

@@ -79,6 +79,10 @@ func baseConfig(t *testing.T, provider *providertest.Server) *config.Config {
 		"default": {Provider: "openai", BaseURL: provider.BaseURL(), Model: "fake-model", Retries: intp(0)},
 	}
 	cfg.DefaultMode = "chat" // these tests are about the engine; rag has tests of its own
+	// No model jobs after a turn: they would ask the fake provider too and
+	// take the scripts tests queue for answers. Their tests turn them on.
+	cfg.Titles.Enabled = false
+	cfg.Plugins["load_history"]["compaction"] = map[string]any{"enabled": false}
 	return cfg
 }
 

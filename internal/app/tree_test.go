@@ -443,3 +443,50 @@ func TestTreeRequestsWithBadInputAreRefusedAndSaveNothing(t *testing.T) {
 		t.Errorf("another tenant's session changed: %+v", theirs)
 	}
 }
+
+// With load_history's tool_calls on, an agent answer's tool calls and
+// results go back to the model in the provider's format on the next
+// question: an assistant message with tool_calls, then tool messages.
+func TestAgentToolCallsAreSentBackInTheNextPromptWhenConfigured(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("tool_calls=", on), func(t *testing.T) {
+			h := newHarness(t, agentMode(nil), func(c *config.Config) { c.Plugins["load_history"]["tool_calls"] = on })
+			h.addDocument("Starter care", sourdough)
+			h.provider.Enqueue(
+				providertest.Script{Chunks: append(providertest.ToolCall(0, "call_a", "knowledge_search", `{"query":"feeding"}`, 2),
+					providertest.Chunk{FinishReason: "tool_calls"})},
+				providertest.Script{Chunks: providertest.Answer("Twice a day [1].", 1)},
+				providertest.Script{Chunks: providertest.Answer("Rye works.", 1)},
+			)
+			session := h.createSession()
+			h.ask(session, "How often do I feed it?").all()
+			h.ask(session, "Which flour?").all()
+			reqs := h.provider.Requests()
+			var roles []string
+			var asked []any
+			for _, m := range reqs[len(reqs)-1].Body["messages"].([]any) {
+				msg := m.(map[string]any)
+				if msg["role"] == "system" {
+					continue
+				}
+				roles = append(roles, fmt.Sprint(msg["role"]))
+				if calls, ok := msg["tool_calls"].([]any); ok {
+					asked = append(asked, calls...)
+				}
+			}
+			want := []string{"user", "assistant", "user"}
+			if on {
+				want = []string{"user", "assistant", "tool", "assistant", "user"}
+			}
+			if !slices.Equal(roles, want) {
+				t.Fatalf("roles = %v, want %v", roles, want)
+			}
+			if got := toolMessages(reqs[len(reqs)-1].Body); on != (len(got) == 1 && strings.HasPrefix(got[0], "call_a=")) {
+				t.Fatalf("tool messages = %v", got)
+			}
+			if on && (len(asked) != 1 || !strings.Contains(fmt.Sprint(asked[0]), "knowledge_search")) {
+				t.Fatalf("tool calls sent back = %v", asked)
+			}
+		})
+	}
+}

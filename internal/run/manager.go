@@ -20,6 +20,7 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/jobs"
 	"github.com/chatpipe/chatpipe/internal/secrets"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/think"
@@ -59,6 +60,11 @@ type Setup struct {
 	Redact *secrets.Redactor
 	// PartialSaves writes answers to the history store while they stream.
 	PartialSaves PartialSaves
+	// Titles name a session after its first question (title.go).
+	Titles Titles
+	// JobsWait is how long a finished answer's stream stays open for the
+	// background jobs of its run (their events); 0 = never wait.
+	JobsWait time.Duration
 }
 
 // Observer is attached to every new stream's bus (metrics, tracing).
@@ -87,6 +93,9 @@ type Options struct {
 	Cluster *cluster.Coordinator
 	// RemoteTools are MCP servers' tools (nil = none configured).
 	RemoteTools pipeline.RemoteTools
+	// Jobs runs the model jobs that follow a turn (titles, compaction);
+	// nil = none run. Its owner closes it after Shutdown.
+	Jobs *jobs.Runner
 }
 
 // Manager starts runs and tracks the live ones.
@@ -108,6 +117,8 @@ type Run struct {
 	persist   bool         // save the answer to the history store at the end (false: stateless)
 	partial   PartialSaves // and while it streams, when persist
 	approvals *approvals   // tool calls waiting for the user's decision
+	bg        *background  // model jobs the run started (title, compaction)
+	jobsWait  time.Duration
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -271,10 +282,15 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		Approvals:     r.approvals,
 		Logger:        log,
 		RemoteTools:   m.opts.RemoteTools,
+		Background:    r.bg,
+		Summaries:     summaryStore{m.opts.History},
 	}
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode,
 	}))
+	if setup.Titles.Enabled && sess.TitleSource == history.TitleDefault {
+		m.startTitle(r.bg, setup.Titles, setup.Models, sess.ID, question)
+	}
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
 }
@@ -315,14 +331,16 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool)
 		base := cancel
 		cancel = func(cause error) { base(cause); stopTimer() }
 	}
-	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals()}
+	g := newGuard(bus, setup.Redact)
+	r := &Run{Info: info, cancel: cancel, done: make(chan struct{}), persist: persist, approvals: newApprovals(),
+		bg: &background{runner: m.opts.Jobs, g: g, log: log}, jobsWait: setup.JobsWait}
 	if persist {
 		r.partial = setup.PartialSaves
 	}
 	m.mu.Lock()
 	m.active[info.StreamID] = r
 	m.mu.Unlock()
-	return r, runCtx, newGuard(bus, setup.Redact), p
+	return r, runCtx, g, p
 }
 
 // execute runs the chain and finishes the stream; it owns one wg slot.
@@ -361,6 +379,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		f.Model = cm.AnswerModel
 		m.saveAnswer(ctx, r.StreamID, f, g, log)
 	}
+	r.bg.awaitJobs(ctx, r.jobsWait) // the answer is saved: only stream.finished waits for their events
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
@@ -609,7 +628,7 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string) ([]
 	}
 	out := make([]pipeline.HistoryMessage, len(msgs))
 	for i, m := range msgs {
-		out[i] = pipeline.HistoryMessage{Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
+		out[i] = pipeline.HistoryMessage{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
 		if m.Record != nil {
 			for _, c := range m.Record.ToolCalls {
 				out[i].ToolCalls = append(out[i].ToolCalls, pipeline.HistoryToolCall{
@@ -618,4 +637,26 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string) ([]
 		}
 	}
 	return out, nil
+}
+
+// summaryStore adapts the history store to the pipeline's SummaryStore.
+type summaryStore struct{ store history.Store }
+
+func (s summaryStore) Summaries(ctx context.Context, sessionID string, limit int) ([]pipeline.HistorySummary, error) {
+	list, err := s.store.Summaries(ctx, sessionID, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.HistorySummary, len(list))
+	for i, sum := range list {
+		out[i] = pipeline.HistorySummary{ID: sum.ID, FromMessageID: sum.FromMessageID, ToMessageID: sum.ToMessageID,
+			Messages: sum.Messages, Content: sum.Content, Model: sum.Model}
+	}
+	return out, nil
+}
+
+func (s summaryStore) SaveSummary(ctx context.Context, sessionID string, sum pipeline.HistorySummary) error {
+	_, err := s.store.SaveSummary(ctx, history.Summary{ID: sum.ID, SessionID: sessionID, FromMessageID: sum.FromMessageID,
+		ToMessageID: sum.ToMessageID, Messages: sum.Messages, Content: sum.Content, Model: sum.Model})
+	return err
 }
