@@ -149,9 +149,12 @@ func (h *Handler) stopAnyStream(c *gin.Context) {
 
 // listModes lists the chat modes a question may name, and the models that
 // may answer side by side ("models" of a question), for clients that
-// offer a choice (the web page's selectors).
+// offer a choice (the web page's selectors); "titles" says whether the
+// server titles new chats itself (a client then creates them untitled,
+// since a title it gives is the user's and is never replaced).
 func (h *Handler) listModes(c *gin.Context) {
 	cfg := h.cfg()
 	models := slices.Sorted(maps.Keys(cfg.Models))
-	c.JSON(http.StatusOK, gin.H{"modes": h.deps.Modes(), "default": cfg.DefaultMode, "models": models})
+	c.JSON(http.StatusOK, gin.H{"modes": h.deps.Modes(), "default": cfg.DefaultMode, "models": models,
+		"titles": cfg.Titles.Enabled})
 }

@@ -141,6 +141,7 @@
     });
     setMode(state.defaultMode);
     state.models = data.models || [];
+    state.serverTitles = !!data.titles;
     renderCompare();
   }
 
@@ -244,8 +245,13 @@
     var mode = ui.mode.value || undefined;
     var sessionId = state.session;
     if (!sessionId) {
-      var title = text.replace(/\s+/g, ' ').trim();
-      if (title.length > 60) title = title.slice(0, 57) + '…';
+      // A title given here is the user's, never replaced: when the server
+      // titles chats itself, the chat is created untitled.
+      var title;
+      if (!state.serverTitles) {
+        title = text.replace(/\s+/g, ' ').trim();
+        if (title.length > 60) title = title.slice(0, 57) + '…';
+      }
       var s;
       state.creating = true; // one new chat per question, however fast the clicks
       try {

@@ -194,11 +194,12 @@ func TestModesListsTheConfiguredModes(t *testing.T) {
 		Modes   []string
 		Default string
 		Models  []string
+		Titles  bool
 	}
 	if code := h.call("GET", "/api/v1/modes", "", &out); code != http.StatusOK {
 		t.Fatalf("modes: %d", code)
 	}
-	if strings.Join(out.Modes, ",") != "agent,chat,rag" || out.Default != "chat" || strings.Join(out.Models, ",") != "default" {
+	if strings.Join(out.Modes, ",") != "agent,chat,rag" || out.Default != "chat" || strings.Join(out.Models, ",") != "default" || out.Titles {
 		t.Fatalf("modes = %+v", out)
 	}
 }

@@ -180,3 +180,21 @@ func TestWebPageRenamesAChat(t *testing.T) {
 		document.querySelector('#mode').value === 'rag'`)
 	b.noScriptErrors()
 }
+
+// The title the model writes for a new chat replaces the question in the
+// top bar and the list without a reload; a rename is never overwritten.
+func TestWebPageShowsTheGeneratedTitle(t *testing.T) {
+	b := newBrowser(t)
+	h := newHarness(t, withTitles)
+	answersFor(h.provider, 0, reply("Feeding a sourdough starter"), providertest.Script{})
+	b.openPage(h)
+	b.ask("how often should i feed my starter")
+	b.waitLast("the answer", `s.Status === 'completed'`)
+	b.waitJS("the generated title", `document.querySelector('#title').textContent === 'Feeding a sourdough starter' &&
+		document.querySelector('#sessions .session.active .open').textContent === 'Feeding a sourdough starter' &&
+		document.title.startsWith('Feeding a sourdough starter')`)
+	if n := len(requestsWith(h.provider, titleMarker)); n != 1 {
+		t.Fatalf("%d title requests", n)
+	}
+	b.noScriptErrors()
+}
