@@ -118,7 +118,9 @@ type Run struct {
 	partial   PartialSaves // and while it streams, when persist
 	approvals *approvals   // tool calls waiting for the user's decision
 	bg        *background  // model jobs the run started (title, compaction)
-	jobsWait  time.Duration
+	// startTitle starts the session's title job, once (nil: no title).
+	startTitle func()
+	jobsWait   time.Duration
 }
 
 // Done is closed when the run has saved its message and finished its stream.
@@ -289,7 +291,7 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode,
 	}))
 	if setup.Titles.Enabled && sess.TitleSource == history.TitleDefault {
-		m.startTitle(r.bg, setup.Titles, setup.Models, sess.ID, question)
+		m.titleAfterFirstToken(r, g, setup.Titles, setup.Models, sess.ID, question)
 	}
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil
@@ -378,6 +380,9 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 		f := p.final(status)
 		f.Model = cm.AnswerModel
 		m.saveAnswer(ctx, r.StreamID, f, g, log)
+	}
+	if r.startTitle != nil {
+		r.startTitle() // no token went out: the title is written now
 	}
 	r.bg.awaitJobs(ctx, r.jobsWait) // the answer is saved: only stream.finished waits for their events
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})

@@ -123,7 +123,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		SessionID: sess.ID, MessageID: streamID, UserMessageID: userMsg.ID, Mode: mode, Models: answers,
 	}))
 	if setup.Titles.Enabled && sess.TitleSource == history.TitleDefault {
-		m.startTitle(r.bg, setup.Titles, setup.Models, sess.ID, req.Question)
+		m.titleAfterFirstToken(r, g, setup.Titles, setup.Models, sess.ID, req.Question)
 	}
 	go m.executeSideBySide(runCtx, r, chain, parts, g, log)
 	return r, nil
@@ -165,6 +165,9 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	}
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
+	if r.startTitle != nil {
+		r.startTitle()
+	}
 	r.bg.awaitJobs(ctx, r.jobsWait)
 	g.finish(eventbus.Finished{Status: status, Reason: reason, MessageID: r.StreamID})
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -31,6 +32,18 @@ const (
 	titleGenerated = "generated"
 	titleFallback  = "fallback"
 )
+
+// titleAfterFirstToken arranges for the session's title to be written
+// once the run's first token (thinking or answer) has gone out, so that
+// the title call never competes with the time to first token; a run that
+// ends before any token starts it at its end (fire).
+func (m *Manager) titleAfterFirstToken(r *Run, g *guard, t Titles, models pipeline.ModelSource, sessionID, question string) {
+	var once sync.Once
+	r.startTitle = func() { once.Do(func() { m.startTitle(r.bg, t, models, sessionID, question) }) }
+	// Block starts come once per block, right before its first delta:
+	// nothing runs per token. Starting a job publishes nothing on the bus.
+	g.bus.Subscribe(func(*eventbus.Event) { r.startTitle() }, eventbus.TypeThinkingStart, eventbus.TypeAnswerStart)
+}
 
 // startTitle gives the session a title off the token path, while its
 // first answer streams: the model's, or the question trimmed when the
