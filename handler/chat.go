@@ -3,7 +3,9 @@ package handler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -145,8 +147,14 @@ func (h *Handler) stopAnyStream(c *gin.Context) {
 	h.stopStream(c)
 }
 
-// listModes lists the chat modes a question may name, for clients that
-// offer a choice (the web page's selector).
+// listModes lists the chat modes a question may name, and the models that
+// may answer side by side ("models" of a question), for clients that
+// offer a choice (the web page's selectors); "titles" says whether the
+// server titles new chats itself (a client then creates them untitled,
+// since a title it gives is the user's and is never replaced).
 func (h *Handler) listModes(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"modes": h.deps.Modes(), "default": h.cfg().DefaultMode})
+	cfg := h.cfg()
+	models := slices.Sorted(maps.Keys(cfg.Models))
+	c.JSON(http.StatusOK, gin.H{"modes": h.deps.Modes(), "default": cfg.DefaultMode, "models": models,
+		"titles": cfg.Titles.Enabled})
 }

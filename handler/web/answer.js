@@ -28,6 +28,18 @@
     research: 'Researching…'
   };
 
+  // Extensions of an answer (tools.js, sidebyside.js, conversation.js …)
+  // register hooks here, each optional: build(view) once its elements
+  // exist, apply(view, ev) → true when it consumed the event, saved(view,
+  // m) when a saved message is shown, render(view) after each render.
+  var hooks = C.answerHooks = C.answerHooks || [];
+  function runHooks(name, view, arg) {
+    for (var i = 0; i < hooks.length; i++) {
+      if (hooks[i][name] && hooks[i][name](view, arg) && name === 'apply') return true; // consumed
+    }
+    return false;
+  }
+
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -70,6 +82,7 @@
     this.metaEl = el('div', 'meta');
     this.errorEl = el('div', 'error-text');
     this.el.append(this.progressEl, this.rewrittenEl, this.thinkingEl, this.answerEl, this.errorEl, this.refsEl, this.metaEl);
+    runHooks('build', this);
     this.render();
   };
 
@@ -86,6 +99,7 @@
       this.changed();
       return;
     }
+    if (runHooks('apply', this, ev)) { this.changed(); return; }
     switch (ev.type) {
       case 'stage':
         if (ev.status === 'started') this.stage = STAGE_LABELS[ev.name] || ev.name.replace(/_/g, ' ') + '…';
@@ -118,8 +132,6 @@
         this.done = true;
         this.stage = '';
         break;
-      default: // tool calls and model-call attempts: tools.js
-        if (C.applyToolEvent) C.applyToolEvent(this, ev);
     }
     this.changed();
   };
@@ -145,6 +157,7 @@
     this.done = m.status !== 'streaming';
     this.stage = '';
     if (this.done) this.dropSnapshot();
+    runHooks('saved', this, m);
     this.render();
   };
 
@@ -153,7 +166,8 @@
   AnswerView.prototype.saveSnapshot = function () {
     clearTimeout(this.saveTimer);
     this.saveTimer = null;
-    if (!this.id || this.done) return;
+    // A side-by-side answer keeps no snapshot: a reload replays its stream.
+    if (!this.id || this.done || this.sub || this.sbs) return;
     try {
       localStorage.setItem(this.snapshotKey(), JSON.stringify({
         v: 1, t: Date.now(), session: this.session, seq: this.seq, thinking: this.thinking,
@@ -212,6 +226,7 @@
     this.renderRefs();
     this.renderMeta();
     if (this.research) this.research.render(); // research.js
+    runHooks('render', this);
   };
 
   AnswerView.prototype.renderRefs = function () {

@@ -11,6 +11,7 @@
     sessions: [],
     session: null, // the open session's id; null = a new chat not yet created
     modes: [],
+    models: [], // the models that may answer side by side
     defaultMode: '',
     live: null, // {view, ctrl}: the answer whose stream this page reads
     creating: false, // a new chat is being created for the question
@@ -33,6 +34,7 @@
       if (state.live && state.live.view === view) {
         state.live = null;
         updateComposer();
+        if (view.done && view.onDone) view.onDone(view);
       }
     });
   }
@@ -79,11 +81,16 @@
     ui.empty.hidden = false;
   }
 
-  function addUser(text) {
+  // addUser shows a question: its text, or the saved message (m).
+  function addUser(m) {
+    if (typeof m === 'string') m = { content: m };
     ui.empty.hidden = true;
     var a = el('article', 'msg user');
-    a.append(el('div', 'bubble', text));
+    if (m.id) a.dataset.id = m.id;
+    a.append(el('div', 'bubble', m.content));
+    if (C.onUserShown) C.onUserShown(a, m);
     ui.messages.append(a);
+    return a;
   }
 
   function addAnswer(view) {
@@ -104,7 +111,9 @@
       del.type = 'button';
       del.title = 'Delete this chat';
       del.setAttribute('aria-label', 'Delete chat ' + s.title);
-      del.addEventListener('click', function () { deleteSession(s.id); });
+      del.addEventListener('click', async function () {
+        if (await C.confirmDialog('Delete “' + s.title + '”? Its messages are deleted too; this cannot be undone.', 'Delete')) deleteSession(s.id);
+      });
       row.append(open, del);
       ui.sessions.append(row);
     });
@@ -112,6 +121,7 @@
 
   function setTitle(text) {
     ui.title.textContent = text;
+    $('rename').hidden = !state.session;
     document.title = text === 'New chat' ? 'chatpipe' : text + ' · chatpipe';
   }
 
@@ -130,6 +140,37 @@
       ui.mode.append(o);
     });
     setMode(state.defaultMode);
+    state.models = data.models || [];
+    state.serverTitles = !!data.titles;
+    renderCompare();
+  }
+
+  // renderCompare offers the models that may answer side by side; with
+  // two or more ticked, a question is answered by each of them.
+  function renderCompare() {
+    var box = $('compare-box');
+    var list = $('compare-models');
+    list.textContent = '';
+    box.hidden = state.models.length < 2;
+    state.models.forEach(function (name) {
+      var label = el('label', 'compare-model');
+      var cb = el('input');
+      cb.type = 'checkbox';
+      cb.value = name;
+      cb.addEventListener('change', updateCompareLabel);
+      label.append(cb, document.createTextNode(' ' + name));
+      list.append(label);
+    });
+    updateCompareLabel();
+  }
+
+  function comparedModels() {
+    return [].slice.call(document.querySelectorAll('#compare-models input:checked')).map(function (cb) { return cb.value; });
+  }
+
+  function updateCompareLabel() {
+    var n = comparedModels().length;
+    $('compare-label').textContent = n >= 2 ? 'Compare ' + n + ' models' : 'Compare models';
   }
 
   async function loadSessions() {
@@ -169,8 +210,11 @@
     if (token !== state.opening) return; // another session was opened meanwhile
     clearMessages();
     var live = null;
-    (data.messages || []).forEach(function (m) {
-      if (m.role === 'user') { addUser(m.content); return; }
+    var msgs = data.messages || [];
+    msgs.forEach(function (m) {
+      if (m.role === 'user') { addUser(m); return; }
+      // Answers given side by side are versions of one answer here
+      // (‹ 1/2 ›); while they stream, the stream shows them side by side.
       var view = new C.AnswerView(m.id, id);
       if (m.status === 'streaming') {
         if (!view.restore()) view.render();
@@ -201,8 +245,13 @@
     var mode = ui.mode.value || undefined;
     var sessionId = state.session;
     if (!sessionId) {
-      var title = text.replace(/\s+/g, ' ').trim();
-      if (title.length > 60) title = title.slice(0, 57) + '…';
+      // A title given here is the user's, never replaced: when the server
+      // titles chats itself, the chat is created untitled.
+      var title;
+      if (!state.serverTitles) {
+        title = text.replace(/\s+/g, ' ').trim();
+        if (title.length > 60) title = title.slice(0, 57) + '…';
+      }
       var s;
       state.creating = true; // one new chat per question, however fast the clicks
       try {
@@ -220,7 +269,19 @@
       setTitle(s.title);
       renderSessions();
     }
+    var body = { content: text, mode: mode };
+    var models = comparedModels();
+    if (models.length >= 2) body.models = models;
+    $('compare-box').open = false;
     addUser(text);
+    await startAnswer('/api/v1/sessions/' + encodeURIComponent(sessionId) + '/messages', body);
+  }
+
+  // startAnswer posts a request that answers with a stream (a question, a
+  // regenerated answer) and shows that answer live, at the end of the
+  // page. It resolves with the view once the stream is being read.
+  async function startAnswer(path, body) {
+    var sessionId = state.session;
     var view = new C.AnswerView(null, sessionId);
     addAnswer(view);
     ui.messages.scrollTop = ui.messages.scrollHeight;
@@ -229,21 +290,21 @@
     updateComposer();
     var resp;
     try {
-      resp = await fetch('/api/v1/sessions/' + encodeURIComponent(sessionId) + '/messages', {
+      resp = await fetch(path, {
         method: 'POST',
         headers: C.headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
-        body: JSON.stringify({ content: text, mode: mode }),
+        body: JSON.stringify(body),
         signal: ctrl.signal
       });
     } catch (e) {
-      if (ctrl.signal.aborted) return;
+      if (ctrl.signal.aborted) return view;
       view.done = true;
       view.status = 'failed';
       view.error = 'The question could not be sent; check the connection and try again.';
       view.render();
       state.live = null;
       updateComposer();
-      return;
+      return view;
     }
     if (!resp.ok) {
       var err = await C.errorOf(resp);
@@ -253,11 +314,12 @@
       view.render();
       state.live = null;
       updateComposer();
-      return;
+      return view;
     }
     view.id = resp.headers.get('X-Message-Id');
     view.saveSnapshot();
     attach(view, resp, ctrl);
+    return view;
   }
 
   async function stop() {
@@ -272,6 +334,26 @@
     }
     // The stream itself brings stream.finished{"status":"stopped"}.
   }
+
+  // updateSession takes a session as the server now has it (renamed, a
+  // generated title) into the list and the top bar.
+  function updateSession(s) {
+    var known = state.sessions.find(function (x) { return x.id === s.id; });
+    if (known) Object.assign(known, s);
+    if (s.id === state.session && s.title) setTitle(s.title);
+    renderSessions();
+  }
+
+  // For conversation.js (regenerate, edit, branches, rename).
+  C.app = {
+    state: state,
+    addUser: addUser,
+    startAnswer: startAnswer,
+    openSession: openSession,
+    updateSession: updateSession,
+    showBanner: showBanner,
+    mode: function () { return ui.mode.value || undefined; }
+  };
 
   // ---- Knowledge base ----
 
@@ -459,6 +541,12 @@
       }
     });
     ui.question.addEventListener('input', autosize);
+    // Esc stops the answer being written, wherever the focus is.
+    document.addEventListener('keydown', function (ev) {
+      if (ev.key !== 'Escape' || !state.live || state.live.view.done || document.querySelector('dialog[open]')) return;
+      ev.preventDefault();
+      stop();
+    });
     ui.stop.addEventListener('click', stop);
     $('new-chat').addEventListener('click', function () { showDraft(); closeMenu(); });
     $('upload-form').addEventListener('submit', upload);

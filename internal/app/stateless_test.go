@@ -186,17 +186,20 @@ func TestStatelessChatRejectsMalformedConversations(t *testing.T) {
 	}
 }
 
-// The modes endpoint feeds the web page's selector.
+// The modes endpoint feeds the web page's selectors: modes, and models
+// to compare side by side.
 func TestModesListsTheConfiguredModes(t *testing.T) {
 	h := newHarness(t)
 	var out struct {
 		Modes   []string
 		Default string
+		Models  []string
+		Titles  bool
 	}
 	if code := h.call("GET", "/api/v1/modes", "", &out); code != http.StatusOK {
 		t.Fatalf("modes: %d", code)
 	}
-	if strings.Join(out.Modes, ",") != "agent,chat,rag,research" || out.Default != "chat" {
+	if strings.Join(out.Modes, ",") != "agent,chat,rag,research" || out.Default != "chat" || strings.Join(out.Models, ",") != "default" || out.Titles {
 		t.Fatalf("modes = %+v", out)
 	}
 }

@@ -30,7 +30,7 @@ func TestWebPageShowsToolOutputLiveAndDropsAWithdrawnAttempt(t *testing.T) {
 
 	// The tool waits for the test: its block shows the output streamed so far.
 	b.waitJS("the tool's live output", `(() => {
-		const t = document.querySelector('#messages article.assistant .tool[data-tool-call-id="call_web"]');
+		const t = document.querySelector('#messages article.assistant .tool-call[data-call-id="call_web"]');
 		return !!t && t.dataset.status === 'running' && t.querySelector('.tool-output').textContent === `+jsString("started "+key+"\n")+`;
 	})()`)
 	openE2EGate(key)
@@ -46,7 +46,7 @@ func TestWebPageShowsToolOutputLiveAndDropsAWithdrawnAttempt(t *testing.T) {
 	if st.Answer != "The final answer." {
 		t.Fatalf("the page shows %q, want only the second attempt's text", st.Answer)
 	}
-	blocks := evalJS[[]string](b, `[...document.querySelectorAll('#messages article.assistant .tool')].map(t => t.dataset.status + ':' + t.querySelector('.tool-output').textContent)`)
+	blocks := evalJS[[]string](b, `[...document.querySelectorAll('#messages article.assistant .tool-call')].map(t => t.dataset.status + ':' + t.querySelector('.tool-output').textContent)`)
 	if len(blocks) != 1 || blocks[0] != "completed:started "+key+"\ndone "+key {
 		t.Fatalf("tool blocks %q", blocks)
 	}
