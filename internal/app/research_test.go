@@ -160,7 +160,7 @@ func TestResearchModePlansResearchesInParallelAndReportsWithOneNumbering(t *test
 	if want := []string{"", "plan:0", "sub:1", "sub:2", "sub:3"}; !slices.Equal(slices.Sorted(maps.Keys(groups)), want) {
 		t.Fatalf("origins = %v, want %v", slices.Sorted(maps.Keys(groups)), want)
 	}
-	if got := summary(groups["plan:0"], false); !slices.Equal(got, []string{"thinking.start", "thinking.end", "answer.start", "answer.end", "usage"}) {
+	if got := summary(groups["plan:0"], false); !slices.Equal(got, []string{"model_call.started", "thinking.start", "thinking.end", "answer.start", "answer.end", "usage", "model_call.finished"}) {
 		t.Fatalf("plan block = %v", got)
 	}
 	if text(groups["plan:0"], eventbus.TypeAnswerDelta) != f.planned {
@@ -169,8 +169,10 @@ func TestResearchModePlansResearchesInParallelAndReportsWithOneNumbering(t *test
 	for i := range researchFruits {
 		sub := groups[fmt.Sprintf("sub:%d", i+1)]
 		want := []string{"research.subagent",
-			"tool_call.start@1.1", "tool_call.end@1.1", "references@1.1", "tool_result@1.1",
-			"answer.start@2.0", "answer.end@2.0", "usage", "research.subagent"}
+			"model_call.started@1.0", "tool_call.start@1.1", "tool_call.end@1.1", "model_call.finished@1.0",
+			"references@1.1", "tool_result@1.1",
+			"model_call.started@2.0", "answer.start@2.0", "answer.end@2.0", "model_call.finished@2.0",
+			"usage", "research.subagent"}
 		if got := summary(sub, false); !slices.Equal(got, want) {
 			t.Fatalf("sub-researcher %d events\n got %v\nwant %v", i+1, got, want)
 		}
