@@ -152,6 +152,16 @@ func (h *Handler) accessLog(c *gin.Context) {
 	}
 }
 
+// reqLog is the handler's logger with the request's trace id, when the
+// request is traced, so every line a request logs can be found from its
+// trace.
+func (h *Handler) reqLog(c *gin.Context) *zap.Logger {
+	if id := telemetry.TraceID(c.Request.Context()); id != "" {
+		return h.log.With(zap.String("trace_id", id))
+	}
+	return h.log
+}
+
 // recovered answers a panic in a handler with a 500 and no stack trace.
 func (h *Handler) recovered(c *gin.Context, v any) {
 	h.log.Error("handler panicked", zap.Any("panic", v), zap.Stack("stack"))
@@ -165,7 +175,7 @@ func (h *Handler) readyz(c *gin.Context) {
 		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 		defer cancel()
 		if err := h.deps.Ready(ctx); err != nil {
-			h.log.Warn("not ready", zap.Error(err))
+			h.reqLog(c).Warn("not ready", zap.Error(err))
 			abort(c, http.StatusServiceUnavailable, "not_ready", "The server is not ready to take requests.")
 			return
 		}

@@ -130,7 +130,7 @@ func (h *Handler) postMessage(c *gin.Context) {
 	}, func(msg string) { abort(c, http.StatusTooManyRequests, "too_many_streams", msg) })
 	if newSession && (!ok || err != nil) {
 		if derr := h.deps.History.DeleteSession(context.WithoutCancel(c.Request.Context()), sessionID); derr != nil {
-			h.log.Warn("removing a session whose first answer did not start failed", zap.Error(derr))
+			h.reqLog(c).Warn("removing a session whose first answer did not start failed", zap.Error(derr))
 		}
 	}
 	if !ok {

@@ -203,7 +203,7 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 		openAIAbort(c, http.StatusServiceUnavailable, "shutting_down", "", "The server is restarting; try again in a moment.")
 		return
 	case err != nil:
-		h.log.Error("start completion failed", zap.Error(err))
+		h.reqLog(c).Error("start completion failed", zap.Error(err))
 		openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
 		return
 	}

@@ -68,7 +68,7 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 	sub, err := h.deps.Streams.Subscribe(ctx, r.StreamID, 0)
 	if err != nil {
 		h.deps.Runs.Stop(r.StreamID)
-		h.log.Error("subscribe to completion stream failed", zap.Error(err))
+		h.reqLog(c).Error("subscribe to completion stream failed", zap.Error(err))
 		openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
 		return
 	}
@@ -111,7 +111,7 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 			return // the client left
 		}
 		// The reader fell behind the stream's replay window, or the store failed.
-		h.log.Warn("completion stream ended early", zap.String("stream_id", r.StreamID), zap.Error(err))
+		h.reqLog(c).Warn("completion stream ended early", zap.String("stream_id", r.StreamID), zap.Error(err))
 		body := newOpenAIError("server_error", "stream_lost", "", "The answer could not be delivered; please try again.")
 		if !w.committed {
 			c.AbortWithStatusJSON(http.StatusInternalServerError, body)
@@ -160,7 +160,7 @@ func (h *Handler) wholeCompletion(c *gin.Context, r *run.Run, b *completionBuild
 	if err != nil {
 		h.deps.Runs.Stop(r.StreamID)
 		if ctx.Err() == nil {
-			h.log.Error("reading a completion failed", zap.String("stream_id", r.StreamID), zap.Error(err))
+			h.reqLog(c).Error("reading a completion failed", zap.String("stream_id", r.StreamID), zap.Error(err))
 			openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
 		}
 		return

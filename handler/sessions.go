@@ -249,6 +249,6 @@ func (h *Handler) internal(c *gin.Context, what string, err error) {
 	if c.Request.Context().Err() != nil {
 		return // the client left; nobody to answer
 	}
-	h.log.Error(what+" failed", zap.Error(err))
+	h.reqLog(c).Error(what+" failed", zap.Error(err))
 	abort(c, http.StatusInternalServerError, "internal_error", "Something went wrong on the server; please try again.")
 }

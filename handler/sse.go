@@ -69,7 +69,7 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	if after > 0 && !done {
 		pending, gapEnd, err = run.StillPending(ctx, h.deps.Streams, id, after)
 		if err != nil {
-			h.log.Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
+			h.reqLog(c).Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
 		}
 	}
 	if len(recs) == 0 && len(pending) == 0 { // answer with the headers now, not at the next event
@@ -113,7 +113,7 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 			_ = w.resync(id)
 			return
 		case err != nil:
-			h.log.Warn("stream read ended", zap.String("stream_id", id), zap.Error(err))
+			h.reqLog(c).Warn("stream read ended", zap.String("stream_id", id), zap.Error(err))
 			return
 		}
 	}

@@ -61,7 +61,7 @@ func (h *Handler) stopStream(c *gin.Context) {
 	}
 	stopping, err := h.deps.Runs.StopAnywhere(c.Request.Context(), id)
 	if err != nil {
-		h.log.Warn("asking other replicas to stop failed", zap.String("stream_id", id), zap.Error(err))
+		h.reqLog(c).Warn("asking other replicas to stop failed", zap.String("stream_id", id), zap.Error(err))
 	}
 	if stopping {
 		c.JSON(http.StatusAccepted, gin.H{"status": "stopping", "message_id": id})
