@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/internal/providertest"
@@ -160,5 +162,74 @@ func TestTurnInspectorCanBeTurnedOffPerMode(t *testing.T) {
 	h.waitDone(s.messageID())
 	if code, _, raw := h.inspectTurn(s.messageID()); code != http.StatusNotFound {
 		t.Fatalf("a mode with the inspector off: %d %s", code, raw)
+	}
+}
+
+// Each answer of a side-by-side question has its own record: its own
+// model call, its own stages (each once, not the other model's too), the
+// prompt it was sent and its own ending, though the models share a stream.
+func TestTurnInspectorRecordsEachSideBySideAnswer(t *testing.T) {
+	h := newHarness(t, ragMode, withOtherModel)
+	h.addDocument("Starter care", sourdough)
+	scriptsByModel(h, map[string]providertest.Script{
+		"fake-model": {Chunks: providertest.Answer("Feed it twice a day [1].", 3),
+			Usage: &providertest.Usage{PromptTokens: 120, CompletionTokens: 7}},
+		"other-model": {Chunks: providertest.Content("Twice", 1),
+			MidStreamError: &providertest.StreamError{After: 1, ErrorObject: providertest.ErrorObject{
+				Message: "upstream overloaded", Type: "server_error"}}},
+	})
+	const question = "How often do I feed the sourdough starter?"
+	s := h.compare(h.createSession(), question, "default", "other")
+	evs := s.all()
+	started := evs[0].Payload.(eventbus.StreamStarted)
+	if len(started.Models) != 2 {
+		t.Fatalf("stream.started = %+v", started)
+	}
+	h.waitDone(s.messageID())
+
+	for _, want := range []struct {
+		entry, model, status string
+	}{
+		{"default", "fake-model", "completed"},
+		{"other", "other-model", "failed"},
+	} {
+		id := started.Models[slices.IndexFunc(started.Models, func(a eventbus.ModelAnswer) bool { return a.Model == want.entry })].MessageID
+		code, turn, raw := h.inspectTurn(id)
+		if code != http.StatusOK {
+			t.Fatalf("%s: GET trace: %d %s", want.entry, code, raw)
+		}
+		if turn.MessageID != id || turn.Mode != "rag" || turn.Question != question || turn.Status != want.status ||
+			turn.TraceID != started.TraceID {
+			t.Errorf("%s: record header = %+v", want.entry, turn)
+		}
+		var names []string
+		for _, st := range turn.Stages {
+			names = append(names, st.Name+"/"+st.Plugin)
+		}
+		if got := strings.Join(names, " "); got != "load_history/load_history rewrite/rewrite search/search rerank/rerank merge/merge generate/chat_completion_stream" {
+			t.Errorf("%s: stages = %s", want.entry, got)
+		}
+		if turn.Search == nil || len(turn.Search.Candidates) == 0 || turn.Search.Candidates[0].Title != "Starter care" {
+			t.Errorf("%s: search = %+v", want.entry, turn.Search)
+		}
+		if len(turn.Context) == 0 || !strings.Contains(turn.Context[0].Content, "twice a day") {
+			t.Errorf("%s: context = %+v", want.entry, turn.Context)
+		}
+		if len(turn.Prompt) == 0 || !strings.Contains(turn.Prompt[len(turn.Prompt)-1].Content, question) {
+			t.Errorf("%s: prompt = %+v", want.entry, turn.Prompt)
+		}
+		if len(turn.ModelCalls) != 1 {
+			t.Fatalf("%s: model calls = %+v", want.entry, turn.ModelCalls)
+		}
+		mc := turn.ModelCalls[0]
+		if mc.Purpose != "generate" || mc.Entry != want.entry || mc.Model != want.model {
+			t.Errorf("%s: model call = %+v", want.entry, mc)
+		}
+		if want.status == "completed" && (mc.Status != "completed" || mc.InputTokens != 120 || mc.OutputTokens != 7) {
+			t.Errorf("%s: model call = %+v", want.entry, mc)
+		}
+		if want.status == "failed" && mc.Status == "completed" {
+			t.Errorf("%s: a call that failed mid-stream is recorded as %+v", want.entry, mc)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -47,14 +48,16 @@ func checkModels(setup *Setup, names []string) error {
 }
 
 // part is one model's answer of a side-by-side run: its own request state,
-// guard (its events placed with its model, its blocks balanced) and
-// persister (its answer only), saved as its own message.
+// guard (its events placed with its model, its blocks balanced),
+// persister (its answer only) and turn inspector record (nil when the
+// inspector is off), saved as its own message.
 type part struct {
 	model     string
 	messageID string
 	cm        *pipeline.ChatManage
 	guard     *guard
 	persister *persister
+	inspect   *inspect.Recorder
 }
 
 // startSideBySide is Start for a question several models answer at once,
@@ -101,6 +104,10 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			pt.persister = newPersister(name, setup.PartialSaves.EveryDeltas)
 			g.bus.Subscribe(pt.persister.handle, persistedTypes...)
 		}
+		if setup.Inspector.on(mode) && m.opts.Traces != nil {
+			pt.inspect = inspect.NewRecorder(ids[i], mode, req.Question, info.TraceID)
+			g.bus.Subscribe(partInspectorHandler(pt.inspect, name), inspectedTypes...)
+		}
 		pt.cm = &pipeline.ChatManage{
 			TenantID:      sess.TenantID,
 			SessionID:     sess.ID,
@@ -117,6 +124,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			Approvals:     r.approvals,
 			Logger:        m.log.With(zap.String("message_id", ids[i]), zap.String("model", name)),
 			RemoteTools:   m.opts.RemoteTools,
+			Inspect:       pt.inspect,
 		}
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
@@ -153,7 +161,7 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	reasons := make([]string, len(parts))
 	var wg sync.WaitGroup
 	for i, pt := range parts {
-		wg.Go(func() { statuses[i], reasons[i] = m.runPart(ctx, chain, pt, r.partial, log) })
+		wg.Go(func() { statuses[i], reasons[i] = m.runPart(ctx, chain, pt, r.partial, r.inspectMax, log) })
 	}
 	wg.Wait()
 
@@ -179,8 +187,9 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 }
 
 // runPart runs one model's chain, closes its blocks and saves its answer
-// as its own message, exactly once.
-func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt *part, ps PartialSaves, log *zap.Logger) (string, string) {
+// as its own message, exactly once, then its turn inspector record.
+func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt *part, ps PartialSaves, inspectMax int,
+	log *zap.Logger) (string, string) {
 	log = log.With(zap.String("model", pt.model), zap.String("message_id", pt.messageID))
 	stopPartial := m.startPartialSaves(pt.messageID, pt.persister, ps, log)
 	defer stopPartial()
@@ -195,5 +204,8 @@ func (m *Manager) runPart(ctx context.Context, chain *pipeline.EventManager, pt 
 	f := pt.persister.final(status)
 	f.Model = cmp.Or(pt.cm.AnswerModel, pt.model)
 	m.saveAnswer(ctx, pt.messageID, f, pt.guard, log)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	m.saveRecord(saveCtx, pt.inspect, pt.messageID, inspectMax, status, log)
 	return status, reason
 }

@@ -105,15 +105,33 @@ func inspectorHandler(rec *inspect.Recorder) func(*eventbus.Event) {
 	}
 }
 
+// partInspectorHandler is inspectorHandler for one model answering side
+// by side: the models share one bus, so it folds only the events its
+// guard placed with model.
+func partInspectorHandler(rec *inspect.Recorder, model string) func(*eventbus.Event) {
+	fold := inspectorHandler(rec)
+	return func(ev *eventbus.Event) {
+		if ev.Placement != nil && ev.Placement.Model == model {
+			fold(ev)
+		}
+	}
+}
+
 // saveInspection saves the run's turn inspector record with its message;
 // a failure is logged (the answer itself is saved already).
 func (m *Manager) saveInspection(ctx context.Context, r *Run, status string, log *zap.Logger) {
-	if r.inspect == nil || m.opts.Traces == nil {
+	m.saveRecord(ctx, r.inspect, r.StreamID, r.inspectMax, status, log)
+}
+
+// saveRecord saves rec (when the inspector recorded this answer) as the
+// record of message id, bounded to maxBytes.
+func (m *Manager) saveRecord(ctx context.Context, rec *inspect.Recorder, id string, maxBytes int, status string, log *zap.Logger) {
+	if rec == nil || m.opts.Traces == nil {
 		return
 	}
-	data, err := inspect.Encode(r.inspect.Snapshot(status), r.inspectMax)
+	data, err := inspect.Encode(rec.Snapshot(status), maxBytes)
 	if err == nil {
-		err = m.opts.Traces.SaveTrace(ctx, r.StreamID, data)
+		err = m.opts.Traces.SaveTrace(ctx, id, data)
 	}
 	if err != nil {
 		log.Warn("saving the turn inspector's record failed", zap.Error(err))
