@@ -23,6 +23,12 @@ func TestSideBySideQuestionCountsOneSlotPerModel(t *testing.T) {
 	session := h.createSession()
 	both := h.compare(session, "first", "default", "other")
 	_ = gate.WaitReached(ctxTimeout(t))
+	// Held now, so still live: waitDone would return at once if the run
+	// had already left the live list but not yet released its slots.
+	run, live := h.app.Runs().Lookup(both.messageID())
+	if !live {
+		t.Fatal("the held side-by-side run is not live")
+	}
 
 	resp := h.do(ctxTimeout(t), "POST", "/api/v1/sessions/"+session+"/messages", `{"content":"second"}`)
 	e := errorOf(t, resp)
@@ -34,7 +40,11 @@ func TestSideBySideQuestionCountsOneSlotPerModel(t *testing.T) {
 	if fin := finished(t, evs); fin.Status != eventbus.StatusCompleted {
 		t.Fatalf("side-by-side answer: %+v", fin)
 	}
-	h.waitDone(both.messageID())
+	select {
+	case <-run.Done(): // its slots are released before Done closes
+	case <-ctxTimeout(t).Done():
+		t.Fatal("the side-by-side run did not end")
+	}
 	// Three models can never fit under a limit of two: the refusal says why.
 	resp = h.do(ctxTimeout(t), "POST", "/api/v1/sessions/"+session+"/messages",
 		`{"content":"too wide","models":["default","other","third"]}`)
