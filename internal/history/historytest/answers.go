@@ -12,7 +12,7 @@ var answerTests = []test{
 	{"StartTurnWithAnswersReservesEachInOrderAndFinishesEachOnce", func(t *testing.T, s history.Store) {
 		as, ok := s.(history.AnswersStarter)
 		if !ok {
-			t.Skip("the store does not implement history.AnswersStarter")
+			t.Fatal("the store does not implement history.AnswersStarter (every history store must)")
 		}
 		createSession(t, s, "s1")
 		startTurn(t, s, "s1", "u0", "a0")
@@ -43,7 +43,7 @@ var answerTests = []test{
 	{"StartTurnWithAnswersFailsWholeOnATakenID", func(t *testing.T, s history.Store) {
 		as, ok := s.(history.AnswersStarter)
 		if !ok {
-			t.Skip("the store does not implement history.AnswersStarter")
+			t.Fatal("the store does not implement history.AnswersStarter (every history store must)")
 		}
 		createSession(t, s, "s1")
 		startTurn(t, s, "s1", "u0", "a0")

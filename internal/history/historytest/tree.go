@@ -102,7 +102,7 @@ var treeTests = []test{
 	{"SideBySideAnswersAreSiblings", func(t *testing.T, s history.Store) {
 		as, ok := s.(history.AnswersStarter)
 		if !ok {
-			t.Skip("the store does not implement history.AnswersStarter")
+			t.Fatal("the store does not implement history.AnswersStarter (every history store must)")
 		}
 		createSession(t, s, "s1")
 		_, answers, err := as.StartTurnWithAnswers(t.Context(), "s1", history.Message{ID: "u1"}, []string{"a1", "a2"})
