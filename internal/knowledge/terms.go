@@ -225,7 +225,7 @@ func stem(w string) string {
 			if c < utf8.RuneSelf {
 				return w
 			}
-			if f := foldLatin(w); f != w && isLowerASCII(f) {
+			if f := FoldLatin(w); f != w && isLowerASCII(f) {
 				return stem(f)
 			}
 			return w
@@ -234,9 +234,14 @@ func stem(w string) string {
 	return english.Stem(w, false)
 }
 
-// foldLatin removes the combining marks of Latin letters.
-func foldLatin(s string) string {
+// FoldLatin removes the combining marks of Latin letters ("café" →
+// "cafe"), leaving other scripts' marks alone; ASCII is returned as is.
+func FoldLatin(s string) string {
+	if isASCII(s) {
+		return s
+	}
 	var b strings.Builder
+	b.Grow(len(s))
 	var base rune
 	for _, r := range norm.NFD.String(s) {
 		if unicode.Is(unicode.Mn, r) && unicode.Is(unicode.Latin, base) {
@@ -248,6 +253,15 @@ func foldLatin(s string) string {
 		b.WriteRune(r)
 	}
 	return norm.NFC.String(b.String())
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func isLowerASCII(s string) bool {

@@ -323,8 +323,8 @@ func TestFoldDiacriticsRemovesLatinAccentsOnly(t *testing.T) {
 		"한국어 知识 ไทย":  "한국어 知识 ไทย",
 		"plain ascii": "plain ascii",
 	} {
-		if got := foldDiacritics(in); got != want {
-			t.Errorf("foldDiacritics(%q) = %q, want %q", in, got, want)
+		if got := knowledge.FoldLatin(in); got != want {
+			t.Errorf("FoldLatin(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

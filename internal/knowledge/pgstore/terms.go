@@ -2,10 +2,6 @@ package pgstore
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 )
@@ -15,7 +11,7 @@ import (
 // gets from its FTS5 tokenizer (unicode61 remove_diacritics 2): the
 // diacritics of Latin letters are removed, so "unicode" finds "ünïcödé".
 // Other scripts keep their marks, as FTS5 does (a Devanagari vowel sign is
-// no accent). Index and query go through foldDiacritics alike.
+// no accent). Index and query go through knowledge.FoldLatin alike.
 
 // termsSQL is the SQL computing a chunk's terms column from the
 // parameters title, the title field (its document's title and lead,
@@ -31,7 +27,7 @@ func termsSQL(title, others string) string {
 }
 
 // indexText is what the terms column is parsed from for text.
-func indexText(text string) string { return foldDiacritics(knowledge.IndexText(text)) }
+func indexText(text string) string { return knowledge.FoldLatin(knowledge.IndexText(text)) }
 
 // queryExpression is a to_tsquery expression ORing the query's terms, or
 // "" when it has none. The index holds the single characters of Chinese
@@ -47,7 +43,7 @@ func queryExpression(query string) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, t := range knowledge.WordQueryTerms(query) {
-		t = foldDiacritics(t)
+		t = knowledge.FoldLatin(t)
 		if t == "" || seen[t] {
 			continue
 		}
@@ -64,33 +60,3 @@ func queryExpression(query string) string {
 
 // quoteEscaper escapes a term for a quoted to_tsquery operand.
 var quoteEscaper = strings.NewReplacer(`'`, `''`, `\`, `\\`)
-
-// foldDiacritics removes the combining marks that follow a Latin letter
-// once s is decomposed, and recomposes the rest.
-func foldDiacritics(s string) string {
-	if isASCII(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	var base rune
-	for _, r := range norm.NFD.String(s) {
-		if unicode.Is(unicode.Mn, r) && unicode.Is(unicode.Latin, base) {
-			continue
-		}
-		if !unicode.IsMark(r) {
-			base = r
-		}
-		b.WriteRune(r)
-	}
-	return norm.NFC.String(b.String())
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}

@@ -71,17 +71,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 			return 0, err
 		}
 		return bumpVersion(ctx, tx)
-	}, func(version int64) {
-		if s.vectors.Version() != version-1 {
-			return // another process wrote too: the next vector search reloads the copy
-		}
-		for i, c := range chunks {
-			if len(c.Embedding) > 0 {
-				s.vectors.Add(doc.TenantID, seqs[i], c.Embedding)
-			}
-		}
-		s.vectors.SetVersion(version)
-	})
+	}, func(version int64) { s.cacheVectors(version, doc.TenantID, seqs, chunks) })
 	switch {
 	case errors.Is(err, knowledge.ErrDuplicate):
 		return existing, knowledge.ErrDuplicate
@@ -302,4 +292,20 @@ func scanDocument(row scanner, withContent bool) (knowledge.Document, error) {
 		d.AddedBy = cmp.Or(d.AddedBy, d.TenantID)
 	}
 	return d, nil
+}
+
+// cacheVectors adds the embeddings of chunks just committed (at seqs) to
+// the in-process vector copy, once the write that made the store reach
+// version is committed; if another process wrote in between, the copy is
+// left for the next vector search to reload.
+func (s *Store) cacheVectors(version int64, tenantID string, seqs []int64, chunks []knowledge.Chunk) {
+	if s.vectors.Version() != version-1 {
+		return
+	}
+	for i, c := range chunks {
+		if len(c.Embedding) > 0 {
+			s.vectors.Add(tenantID, seqs[i], c.Embedding)
+		}
+	}
+	s.vectors.SetVersion(version)
 }

@@ -146,17 +146,7 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 			return 0, err
 		}
 		return bumpVersion(ctx, tx)
-	}, func(version int64) {
-		if s.vectors.Version() != version-1 {
-			return // another process wrote too: the next vector search reloads the copy
-		}
-		for i, c := range chunks {
-			if len(c.Embedding) > 0 {
-				s.vectors.Add(stored.TenantID, seqs[i], c.Embedding)
-			}
-		}
-		s.vectors.SetVersion(version)
-	})
+	}, func(version int64) { s.cacheVectors(version, stored.TenantID, seqs, chunks) })
 	switch {
 	case errors.Is(err, knowledge.ErrDuplicate):
 		return existing, knowledge.ErrDuplicate
