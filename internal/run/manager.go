@@ -151,8 +151,8 @@ type Run struct {
 func (r *Run) Done() <-chan struct{} { return r.done }
 
 // AfterDone calls f once the run is done: at once, in the caller, if it
-// is already; otherwise in the run's goroutine as it ends, before Done is
-// closed. It spares a
+// is already; otherwise in the run's goroutine as it ends, before the run
+// leaves the manager's live list and before Done is closed. It spares a
 // caller a goroutine per run waiting on Done.
 func (r *Run) AfterDone(f func()) {
 	r.doneMu.Lock()
@@ -165,9 +165,10 @@ func (r *Run) AfterDone(f func()) {
 	r.doneMu.Unlock()
 }
 
-// end calls the AfterDone functions, then closes done: whoever sees Done
-// closed sees their effects (a freed concurrency slot, say).
-func (r *Run) end() {
+// runAfterDone calls the AfterDone functions, once. The run calls it
+// before it leaves the live list, so whoever no longer finds the run, or
+// sees Done closed, sees their effects (a freed concurrency slot, say).
+func (r *Run) runAfterDone() {
 	r.doneMu.Lock()
 	r.ended = true
 	fs := r.afterDone
@@ -176,6 +177,12 @@ func (r *Run) end() {
 	for _, f := range fs {
 		f()
 	}
+}
+
+// end closes done (after runAfterDone, which it calls in case the run
+// ended before reaching the live list's removal).
+func (r *Run) end() {
+	r.runAfterDone()
 	close(r.done)
 }
 
@@ -424,6 +431,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	status := ""
 	defer func() {
 		endSpan(r.span, status) // first: a run no longer active has ended its span
+		r.runAfterDone()        // likewise, has freed what its starter holds for it
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()

@@ -148,6 +148,7 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	defer r.end()
 	defer func() {
 		endSpan(r.span, "") // first: a run no longer active has ended its span
+		r.runAfterDone()    // likewise, has freed what its starter holds for it
 		m.mu.Lock()
 		delete(m.active, r.StreamID)
 		m.mu.Unlock()
