@@ -90,8 +90,11 @@ func TestAgentStartsAToolWhileTheModelStillStreams(t *testing.T) {
 		t.Fatalf("the model call ended before the tool's output: %v", summary(early, false))
 	}
 	gate.Release()
+	// The slow tool ends only after the model call has: the fast one's
+	// result then streams first, whatever the machine's speed.
+	mid := s.until(isType(eventbus.TypeModelCallFinished))
 	openE2EGate(slow)
-	evs := append(early, s.all()...)
+	evs := append(append(early, mid...), s.all()...)
 	checkSeqs(t, evs, 1)
 
 	firstEnd := indexOf(evs, eventbus.TypeModelCallFinished)
