@@ -21,7 +21,14 @@
     ok.textContent = okLabel || 'OK';
     return new Promise(function (resolve) {
       d.returnValue = '';
-      d.addEventListener('close', function () { resolve(d.returnValue === 'ok'); }, { once: true });
+      // A close event of the dialog's previous use may still be queued when
+      // it opens again (Cancel, then Delete at once): ignore it while open.
+      function onClose() {
+        if (d.open) return;
+        d.removeEventListener('close', onClose);
+        resolve(d.returnValue === 'ok');
+      }
+      d.addEventListener('close', onClose);
       d.showModal();
       document.getElementById('confirm-cancel').focus();
     });
