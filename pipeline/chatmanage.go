@@ -1,21 +1,25 @@
 package pipeline
 
 import (
+	"context"
+
 	"go.uber.org/zap"
 
-	"context"
-	"time"
-
-	"github.com/cloudwego/eino/components/model"
-
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/approval"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/inspect"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
+	"github.com/chatpipe/chatpipe/internal/sharedcache"
 )
 
 // ChatManage is one request's state as it moves down the chain: what was
 // asked, what earlier plugins found, the emitter that carries output, and
-// the services plugins use (behind small interfaces, so plugins never
-// import the stores).
+// the services plugins use (behind small interfaces from the leaf
+// packages, so plugins never import the stores and the stores never
+// import the chain).
 type ChatManage struct {
 	// Logger is the run's logger (stream and session ids attached): a
 	// plugin that degrades instead of failing logs the cause here, at warn,
@@ -41,10 +45,10 @@ type ChatManage struct {
 	AnswerModel string
 
 	// Filled in by plugins.
-	History        []HistoryMessage     // load_history: earlier turns, oldest first
-	RewrittenQuery string               // rewrite: the standalone question ("" = Query)
-	SearchResults  []SearchHit          // search, then rerank: candidates, best first
-	References     []eventbus.Reference // merge: numbered context passages, cited as [n]
+	History        []conversation.Message // load_history: earlier turns, oldest first
+	RewrittenQuery string                 // rewrite: the standalone question ("" = Query)
+	SearchResults  []retrieval.SearchHit  // search, then rerank: candidates, best first
+	References     []eventbus.Reference   // merge: numbered context passages, cited as [n]
 	// NoContext is set by merge when retrieval found nothing and the
 	// configured fallback lets the model answer anyway: the generate stage
 	// then sends its numbered-context prompt with an empty context, so the
@@ -60,21 +64,21 @@ type ChatManage struct {
 	Emitter eventbus.Emitter
 
 	// Services.
-	Messages  MessageReader
-	Models    ModelSource
-	Knowledge Knowledge // nil when no knowledge base is configured
-	Cache     Cache     // nil when no cache is configured (response_cache then passes through)
-	Approvals Approvals // nil when no one can answer approval requests (calls that need one are denied)
+	Messages  conversation.MessageReader
+	Models    chatmodel.Source
+	Knowledge retrieval.Knowledge // nil when no knowledge base is configured
+	Cache     sharedcache.Store   // nil when no cache is configured (response_cache then passes through)
+	Approvals approval.Broker     // nil when no one can answer approval requests (calls that need one are denied)
 	// RemoteTools are MCP servers' tools, for modes that list them; nil
 	// when none are configured.
-	RemoteTools RemoteTools
+	RemoteTools remotetool.Source
 	// Inspect gathers the turn inspector's record of this answer; nil when
 	// the inspector is off (its methods then do nothing).
 	Inspect *inspect.Recorder
 	// Background runs model jobs after the turn (nil = none can run);
 	// Summaries keeps compacted history (nil = no compaction).
-	Background Background
-	Summaries  SummaryStore
+	Background conversation.Background
+	Summaries  conversation.SummaryStore
 
 	stage   *stageState
 	nextCtx context.Context // set by SetNextContext for the next call of next()
@@ -131,116 +135,6 @@ func (cm *ChatManage) SkipStage(reason string) {
 // the later plugins — the model call included — while they run, as
 // sensitive_filter does when an answer must end.
 func (cm *ChatManage) SetNextContext(ctx context.Context) { cm.nextCtx = ctx }
-
-// HistoryMessage is an earlier turn of the session.
-type HistoryMessage struct {
-	ID       string // the saved message's id
-	Role     string // user or assistant
-	Content  string
-	Thinking string
-	Status   string // completed, stopped, failed or streaming
-	// ToolCalls are the tool calls an assistant message made and their
-	// results, in order (an agent's turn); nil for other messages.
-	ToolCalls []HistoryToolCall
-}
-
-// HistoryToolCall is a tool call of an earlier answer and its result.
-type HistoryToolCall struct {
-	ID        string
-	Name      string
-	Arguments string
-	Output    string
-	Turn      int // the model call that asked for it: calls of one turn were asked together
-}
-
-// MessageReader reads a session's saved messages.
-type MessageReader interface {
-	// Branch returns the messages before the question `before` on its
-	// branch of the session's tree — from the first question down to the
-	// answer it follows — oldest first; limit > 0 keeps only the newest
-	// limit. Other branches (regenerated answers, edited questions) are
-	// not in it.
-	Branch(ctx context.Context, sessionID, before string, limit int) ([]HistoryMessage, error)
-}
-
-// ChatModel is a configured chat model: an eino model plus the call options
-// its config entry sets (temperature, max tokens).
-type ChatModel struct {
-	Name     string
-	Provider string
-	ModelID  string // the model the provider is asked for (models.<name>.model)
-	Model    model.ToolCallingChatModel
-	Options  []model.Option
-	Retries  int // retries of a call that fails before its first chunk
-	// StreamAttempts bounds the attempts of a call whose stream breaks
-	// after partial output (models.<name>.stream_retry.attempts; 1 = no
-	// mid-stream retry).
-	StreamAttempts int
-}
-
-// ModelSource resolves the chat models named in config.yaml.
-type ModelSource interface {
-	ChatModel(name string) (*ChatModel, error)
-}
-
-// Knowledge searches the knowledge base: keyword (and vector, when
-// embeddings are configured) retrieval fused into one ranking.
-type Knowledge interface {
-	Search(ctx context.Context, req SearchRequest) (SearchResponse, error)
-	// Version changes whenever a document is added or deleted and never
-	// repeats; compare it for equality only. Caches of answers key on it,
-	// so a document change invalidates them.
-	Version(ctx context.Context) (int64, error)
-}
-
-// Cache is a shared store of expiring byte values, for plugins that keep
-// results across requests (response_cache). The app backs it with memory,
-// or with Redis when replicas share streams. Implementations are safe for
-// concurrent use and may evict a value before its ttl to stay in budget.
-type Cache interface {
-	// Get returns the value stored under key; ok is false when there is
-	// none or it expired.
-	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
-	// Set stores value under key for ttl, replacing any earlier value.
-	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
-}
-
-// SearchRequest asks the knowledge base for candidates. Zero fields take
-// the knowledge base's configured defaults.
-type SearchRequest struct {
-	TenantID      string // whose documents to search ("" = the default tenant)
-	Query         string
-	TopK          int     // candidates to return
-	KeywordWeight float64 // weight of the keyword ranking in the fusion
-	VectorWeight  float64 // weight of the vector ranking in the fusion
-	RRFK          int     // k of reciprocal rank fusion: 1/(k+rank)
-}
-
-// SearchResponse is the fused candidate list, best first.
-type SearchResponse struct {
-	Hits []SearchHit
-	// Method says what ran: "hybrid", "keyword" or "vector".
-	Method string
-	// Degraded explains, for people, a part that failed and was left out
-	// (e.g. "embedding endpoint unreachable; keyword search only").
-	Degraded string
-}
-
-// SearchHit is one candidate passage.
-type SearchHit struct {
-	ChunkID      string
-	DocumentID   string
-	Title        string // the document's title
-	Heading      string // the section heading the chunk sits under, if any
-	Page         int    // the chunk's page (PDF) or slide (PPTX), 0 when the source has no pages
-	Content      string
-	ChunkIndex   int     // position of the chunk in its document
-	Score        float64 // the fused score (higher is better); rerankers may replace it
-	KeywordScore float64 // bm25-derived, 0 when not found by keyword
-	VectorScore  float64 // cosine similarity, 0 when not found by vector
-	KeywordRank  int     // 1-based, 0 when absent
-	VectorRank   int     // 1-based, 0 when absent
-}
 
 // Log returns the run's logger, a no-op one when none is set.
 func (cm *ChatManage) Log() *zap.Logger {

@@ -3,7 +3,11 @@
 // work before and after next(), and short-circuits by returning without it.
 //
 // The package imports no plugin: plugins register themselves by name (see
-// Register) and are arranged per chat mode in config.yaml.
+// Register) and are arranged per chat mode in config.yaml. It holds the
+// chain only: the contracts it shares with services (chat models,
+// retrieval, a session's earlier turns, the cache, approvals, remote tools)
+// live in leaf packages under internal, which the services import instead
+// of the chain.
 package pipeline
 
 import (
