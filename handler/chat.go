@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/run"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // ChatMessageJSON is one turn of a stateless conversation.
@@ -80,12 +80,12 @@ func (h *Handler) statelessChat(c *gin.Context) {
 
 // statelessTurns checks a stateless conversation and splits it into the
 // history and the question (the last message, which must be the user's).
-func statelessTurns(msgs []ChatMessageJSON, maxQuestion int) ([]pipeline.HistoryMessage, string, *requestError) {
+func statelessTurns(msgs []ChatMessageJSON, maxQuestion int) ([]conversation.Message, string, *requestError) {
 	if len(msgs) == 0 {
 		return nil, "", &requestError{http.StatusBadRequest, "empty_messages",
 			`"messages" is empty; send the conversation, ending with the user's question.`}
 	}
-	turns := make([]pipeline.HistoryMessage, 0, len(msgs)-1)
+	turns := make([]conversation.Message, 0, len(msgs)-1)
 	for i, m := range msgs {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, "", &requestError{http.StatusBadRequest, "invalid_role", fmt.Sprintf(
@@ -96,7 +96,7 @@ func statelessTurns(msgs []ChatMessageJSON, maxQuestion int) ([]pipeline.History
 				fmt.Sprintf("messages[%d].content is not valid UTF-8 text.", i)}
 		}
 		if i < len(msgs)-1 {
-			turns = append(turns, pipeline.HistoryMessage{Role: m.Role, Content: m.Content})
+			turns = append(turns, conversation.Message{Role: m.Role, Content: m.Content})
 		}
 	}
 	last := msgs[len(msgs)-1]

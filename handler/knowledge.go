@@ -15,7 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // DocumentJSON is a knowledge document as the API shows it.
@@ -342,7 +342,7 @@ func (h *Handler) search(c *gin.Context) {
 		}
 		topK = *req.TopK
 	}
-	res, err := h.deps.Knowledge.Search(c.Request.Context(), pipeline.SearchRequest{TenantID: tenant(c), Query: req.Query, TopK: topK})
+	res, err := h.deps.Knowledge.Search(c.Request.Context(), retrieval.SearchRequest{TenantID: tenant(c), Query: req.Query, TopK: topK})
 	if err != nil {
 		h.internal(c, "search", err)
 		return

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/internal/auth"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/run"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // The OpenAI-compatible API (/v1): chat completions answered by a chat
@@ -261,11 +261,11 @@ type paramError struct{ code, param, message string }
 // the last message must be the user's; system and developer messages are
 // left out (the mode's configured prompt applies), as are tool messages
 // (no tools are offered).
-func openAITurns(msgs []openAIMessage, maxQuestion int) ([]pipeline.HistoryMessage, string, *paramError) {
+func openAITurns(msgs []openAIMessage, maxQuestion int) ([]conversation.Message, string, *paramError) {
 	if len(msgs) == 0 {
 		return nil, "", &paramError{"empty_messages", "messages", "'messages' must hold at least one message."}
 	}
-	turns := make([]pipeline.HistoryMessage, 0, len(msgs))
+	turns := make([]conversation.Message, 0, len(msgs))
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
@@ -282,7 +282,7 @@ func openAITurns(msgs []openAIMessage, maxQuestion int) ([]pipeline.HistoryMessa
 		if m.Role == "assistant" {
 			text = stripThinkTags(text) // models must not be fed their own reasoning back
 		}
-		turns = append(turns, pipeline.HistoryMessage{Role: m.Role, Content: text})
+		turns = append(turns, conversation.Message{Role: m.Role, Content: text})
 	}
 	last := msgs[len(msgs)-1]
 	if len(turns) == 0 || last.Role != "user" {

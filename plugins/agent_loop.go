@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/tools"
 )
@@ -158,7 +159,7 @@ type agentRun struct {
 	p     *AgentLoop
 	tools *tools.Set // the mode's tools with MCP tools resolved for this request
 	cm    *pipeline.ChatManage
-	model *pipeline.ChatModel
+	model *chatmodel.Model
 	out   eventbus.Emitter // the request's emitter (safe for concurrent use)
 	refs  *tools.References
 	msgs  []*schema.Message
@@ -267,7 +268,7 @@ func (r *agentRun) offer(cycle int, last bool) ([]*schema.ToolInfo, []model.Opti
 
 // bind returns the model offering tools (a copy; the configured one is
 // shared by every request).
-func (r *agentRun) bind(offered []*schema.ToolInfo) (*pipeline.ChatModel, error) {
+func (r *agentRun) bind(offered []*schema.ToolInfo) (*chatmodel.Model, error) {
 	bound, err := r.model.Model.WithTools(offered)
 	if err != nil {
 		return nil, err

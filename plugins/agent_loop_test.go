@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/providertest"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 	"github.com/chatpipe/chatpipe/tools"
@@ -627,8 +628,8 @@ func TestAgentLoopConfigErrorsNameTheKey(t *testing.T) {
 // chunks of a document joined), all of the default tenant.
 type docKB struct{ fakeKnowledge }
 
-func (k *docKB) ReadDocument(_ context.Context, tenantID, id string) (pipeline.Document, error) {
-	var doc pipeline.Document
+func (k *docKB) ReadDocument(_ context.Context, tenantID, id string) (retrieval.Document, error) {
+	var doc retrieval.Document
 	for _, d := range k.docs {
 		if d.DocumentID == id && (tenantID == "" || tenantID == "default") {
 			doc.ID, doc.Title = id, d.Title
@@ -636,7 +637,7 @@ func (k *docKB) ReadDocument(_ context.Context, tenantID, id string) (pipeline.D
 		}
 	}
 	if doc.ID == "" {
-		return doc, fmt.Errorf("document %s: %w", id, pipeline.ErrDocumentNotFound)
+		return doc, fmt.Errorf("document %s: %w", id, retrieval.ErrDocumentNotFound)
 	}
 	return doc, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
@@ -52,7 +53,7 @@ func BenchmarkGenerateDelta(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			chain := pipelinetest.Chain(b, "bench", []any{"chat_completion_stream"}, sections(nil))
-			m := &pipeline.ChatModel{Name: "default", Provider: "bench",
+			m := &chatmodel.Model{Name: "default", Provider: "bench",
 				Model: repeatModel{n: b.N, msg: &schema.Message{Role: schema.Assistant, Content: " token [1]"}}}
 			cm := &pipeline.ChatManage{Query: "q", References: tc.refs, Models: pipelinetest.Models{"default": m},
 				Emitter: eventbus.EmitterFunc(func(eventbus.Event) {})}

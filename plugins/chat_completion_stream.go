@@ -18,7 +18,9 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/citation"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/internal/tokens"
@@ -114,7 +116,7 @@ func (p *ChatCompletionStream) messages(cm *pipeline.ChatManage) []*schema.Messa
 // appendToolTurns renders an earlier answer's tool calls as the provider
 // saw them: per model turn, an assistant message asking for the turn's
 // calls, then one tool message per result.
-func appendToolTurns(msgs []*schema.Message, calls []pipeline.HistoryToolCall) []*schema.Message {
+func appendToolTurns(msgs []*schema.Message, calls []conversation.ToolCall) []*schema.Message {
 	for i := 0; i < len(calls); {
 		j := i + 1
 		for j < len(calls) && calls[j].Turn == calls[i].Turn {
@@ -149,7 +151,7 @@ func (p *ChatCompletionStream) ragPrompt(cm *pipeline.ChatManage) string {
 // ran (cm.References, or cm.NoContext), answer text passes through a
 // citation filter: a marker [n] with no reference n never reaches the
 // client, and so is never saved.
-func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
+func (p *ChatCompletionStream) Generate(ctx context.Context, cm *pipeline.ChatManage, m *chatmodel.Model,
 	msgs []*schema.Message) *pipeline.PluginError {
 	_, perr := p.GenerateTurn(ctx, cm, m, msgs, TurnOptions{})
 	return perr
@@ -202,7 +204,7 @@ const cutOffNote = "[Note: your previous attempt at this reply was cut off by a 
 // attempt is finished uncommitted — readers drop what it streamed — and
 // the call is made again with cutOffNote added for the model. One usage
 // event, the sum of every attempt, precedes the last model_call.finished.
-func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
+func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.ChatManage, m *chatmodel.Model,
 	msgs []*schema.Message, opts TurnOptions) (*Turn, *pipeline.PluginError) {
 	attempts := max(m.StreamAttempts, 1)
 	if cm.NoStreamRetry {
@@ -258,7 +260,7 @@ func withCutOffNote(msgs []*schema.Message) []*schema.Message {
 
 // attempt makes one attempt of a model call and streams it into cm's
 // emitter; the returned generation says how it ended.
-func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel,
+func (p *ChatCompletionStream) attempt(ctx context.Context, cm *pipeline.ChatManage, m *chatmodel.Model,
 	msgs []*schema.Message, opts TurnOptions, start time.Time) *generation {
 	// The call gets a context of its own so the provider request and its
 	// reader goroutine end whenever this function returns.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/internal/tokens"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -60,7 +62,7 @@ const summaryLookback = 8
 // summarised returns the messages of msgs after the newest summary that
 // applies to them, and that summary (nil when none does: then msgs as
 // they are). A store that fails degrades to no summary.
-func summarised(ctx context.Context, cm *pipeline.ChatManage, msgs []pipeline.HistoryMessage) ([]pipeline.HistoryMessage, *pipeline.HistorySummary) {
+func summarised(ctx context.Context, cm *pipeline.ChatManage, msgs []conversation.Message) ([]conversation.Message, *conversation.Summary) {
 	if cm.Summaries == nil || len(msgs) == 0 {
 		return msgs, nil
 	}
@@ -70,7 +72,7 @@ func summarised(ctx context.Context, cm *pipeline.ChatManage, msgs []pipeline.Hi
 		return msgs, nil
 	}
 	for _, sum := range list {
-		if i := slices.IndexFunc(msgs, func(m pipeline.HistoryMessage) bool { return m.ID == sum.ToMessageID }); i >= 0 {
+		if i := slices.IndexFunc(msgs, func(m conversation.Message) bool { return m.ID == sum.ToMessageID }); i >= 0 {
 			return msgs[i+1:], &sum
 		}
 	}
@@ -80,7 +82,7 @@ func summarised(ctx context.Context, cm *pipeline.ChatManage, msgs []pipeline.Hi
 // compactAfter starts, when the history of this turn passes the budget,
 // the job that summarises its older rounds: prev (the summary in use, or
 // nil) and msgs (the messages after it, before this turn's question).
-func (p *LoadHistory) compactAfter(cm *pipeline.ChatManage, prev *pipeline.HistorySummary, msgs []pipeline.HistoryMessage) {
+func (p *LoadHistory) compactAfter(cm *pipeline.ChatManage, prev *conversation.Summary, msgs []conversation.Message) {
 	c := p.cfg.Compaction
 	if !c.Enabled || cm.Background == nil || cm.Summaries == nil {
 		return
@@ -125,10 +127,10 @@ func (p *LoadHistory) compactAfter(cm *pipeline.ChatManage, prev *pipeline.Histo
 type compaction struct {
 	cfg       CompactionConfig
 	sessionID string
-	model     *pipeline.ChatModel
-	prev      *pipeline.HistorySummary
-	fold      []pipeline.HistoryMessage
-	summaries pipeline.SummaryStore
+	model     *chatmodel.Model
+	prev      *conversation.Summary
+	fold      []conversation.Message
+	summaries conversation.SummaryStore
 }
 
 // maxFoldedChars bounds each message shown to the summariser.
@@ -166,7 +168,7 @@ func (j compaction) run(ctx context.Context) ([]eventbus.Event, error) {
 	if text == "" {
 		return nil, fmt.Errorf("model %q returned an empty summary", j.model.Name)
 	}
-	sum := pipeline.HistorySummary{ID: uuid.Must(uuid.NewV7()).String(), FromMessageID: from,
+	sum := conversation.Summary{ID: uuid.Must(uuid.NewV7()).String(), FromMessageID: from,
 		ToMessageID: j.fold[len(j.fold)-1].ID, Messages: count, Content: text, Model: j.model.Name}
 	if err := j.summaries.SaveSummary(ctx, j.sessionID, sum); err != nil {
 		return nil, fmt.Errorf("saving the history summary: %w", err)

@@ -10,7 +10,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/inspect"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -29,7 +31,7 @@ type modelCall struct {
 // startModelCall starts the span of a call of m (purpose: generate,
 // rewrite, rerank) and records its prompt for the inspector when it is
 // the answer's.
-func startModelCall(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel, purpose string,
+func startModelCall(ctx context.Context, cm *pipeline.ChatManage, m *chatmodel.Model, purpose string,
 	msgs []*schema.Message) (context.Context, *modelCall) {
 	ctx, span := telemetry.StartModelCall(ctx, "chat", m.Provider, m.ModelID, m.Name)
 	if span.Recording() {
@@ -67,7 +69,7 @@ func (c *modelCall) end(ttft time.Duration, in, out int, estimated bool, finish,
 
 // generateTraced is m's Generate (a whole reply, not streamed) inside a
 // model-call span, recorded for the inspector.
-func generateTraced(ctx context.Context, cm *pipeline.ChatManage, m *pipeline.ChatModel, purpose string,
+func generateTraced(ctx context.Context, cm *pipeline.ChatManage, m *chatmodel.Model, purpose string,
 	msgs []*schema.Message) (*schema.Message, error) {
 	ctx, call := startModelCall(ctx, cm, m, purpose, msgs)
 	msg, err := m.Model.Generate(ctx, msgs, m.Options...)
@@ -105,7 +107,7 @@ func inspectMessages(msgs []*schema.Message) []inspect.Message {
 }
 
 // inspectCandidates is retrieval's result as the inspector keeps it.
-func inspectCandidates(hits []pipeline.SearchHit) []inspect.Candidate {
+func inspectCandidates(hits []retrieval.SearchHit) []inspect.Candidate {
 	out := make([]inspect.Candidate, len(hits))
 	for i, h := range hits {
 		out[i] = inspect.Candidate{ChunkID: h.ChunkID, DocumentID: h.DocumentID, Title: h.Title, Heading: h.Heading,
@@ -116,7 +118,7 @@ func inspectCandidates(hits []pipeline.SearchHit) []inspect.Candidate {
 }
 
 // inspectKept is what rerank kept, with the scores it gave.
-func inspectKept(hits []pipeline.SearchHit) []inspect.Kept {
+func inspectKept(hits []retrieval.SearchHit) []inspect.Kept {
 	out := make([]inspect.Kept, len(hits))
 	for i, h := range hits {
 		out[i] = inspect.Kept{ChunkID: h.ChunkID, Title: h.Title, Score: h.Score}

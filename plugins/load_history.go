@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/tokens"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -93,7 +94,7 @@ func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pip
 // loadBranch reads the branch the question is on, as the model will see
 // it: alternating roles, the newest max_rounds rounds, each answer's text
 // per historyText and its tool calls when configured.
-func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) ([]pipeline.HistoryMessage, error) {
+func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) ([]conversation.Message, error) {
 	limit := 2 * p.cfg.MaxRounds
 	if p.cfg.Compaction.Enabled {
 		// Rounds past max_rounds are summarised, not dropped: OnEvent
@@ -122,8 +123,8 @@ func (p *LoadHistory) loadBranch(ctx context.Context, cm *pipeline.ChatManage) (
 // not (a stateless request's own history): of two questions in a row the
 // first gets an empty answer, which historyText marks, and a trailing
 // question (the one being answered is never in msgs) is dropped.
-func alternateRoles(msgs []pipeline.HistoryMessage) []pipeline.HistoryMessage {
-	out := make([]pipeline.HistoryMessage, 0, len(msgs))
+func alternateRoles(msgs []conversation.Message) []conversation.Message {
+	out := make([]conversation.Message, 0, len(msgs))
 	for _, m := range msgs {
 		wantUser := len(out)%2 == 0
 		switch {
@@ -131,7 +132,7 @@ func alternateRoles(msgs []pipeline.HistoryMessage) []pipeline.HistoryMessage {
 			out = append(out, m)
 		case wantUser: // an answer without its question: dropped
 		default: // a question without an answer: the answer is missing
-			out = append(out, pipeline.HistoryMessage{Role: "assistant", Status: "failed"}, m)
+			out = append(out, conversation.Message{Role: "assistant", Status: "failed"}, m)
 		}
 	}
 	if len(out)%2 == 1 {
@@ -151,7 +152,7 @@ const (
 )
 
 // historyText is what the model is sent as m's content.
-func historyText(m pipeline.HistoryMessage) string {
+func historyText(m conversation.Message) string {
 	if m.Role != "assistant" || m.Status == "" || m.Status == "completed" {
 		return m.Content
 	}
@@ -164,7 +165,7 @@ func historyText(m pipeline.HistoryMessage) string {
 // fitHistory keeps the newest messages whose estimated size fits budget,
 // never starting the kept history with an assistant message (a reply
 // without its question confuses models), and drops thinking.
-func fitHistory(msgs []pipeline.HistoryMessage, budget int) []pipeline.HistoryMessage {
+func fitHistory(msgs []conversation.Message, budget int) []conversation.Message {
 	used, from := 0, len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		cost := tokens.Estimate(msgs[i].Content) + 4 // role and framing
@@ -180,7 +181,7 @@ func fitHistory(msgs []pipeline.HistoryMessage, budget int) []pipeline.HistoryMe
 	for from < len(msgs) && msgs[from].Role != "user" {
 		from++
 	}
-	out := make([]pipeline.HistoryMessage, 0, len(msgs)-from)
+	out := make([]conversation.Message, 0, len(msgs)-from)
 	for _, m := range msgs[from:] {
 		m.Thinking = ""
 		out = append(out, m)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/providertest"
-	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
@@ -14,11 +14,11 @@ import (
 // without its question, and never the thinking.
 func TestLoadHistoryKeepsNewestRoundsWithinBudgetWithoutThinking(t *testing.T) {
 	t.Parallel()
-	var history []pipeline.HistoryMessage
+	var history []conversation.Message
 	for _, q := range []string{"first", "second", "third"} {
 		history = append(history,
-			pipeline.HistoryMessage{Role: "user", Content: q + " question " + strings.Repeat("x", 40)},
-			pipeline.HistoryMessage{Role: "assistant", Content: q + " answer " + strings.Repeat("y", 40), Thinking: "<think>secret</think>"})
+			conversation.Message{Role: "user", Content: q + " question " + strings.Repeat("x", 40)},
+			conversation.Message{Role: "assistant", Content: q + " answer " + strings.Repeat("y", 40), Thinking: "<think>secret</think>"})
 	}
 	for _, tc := range []struct {
 		name     string
@@ -64,7 +64,7 @@ func TestLoadHistoryKeepsNewestRoundsWithinBudgetWithoutThinking(t *testing.T) {
 // marked rather than left out.
 func TestLoadHistoryAlternatesRolesAndMarksIncompleteAnswers(t *testing.T) {
 	t.Parallel()
-	history := []pipeline.HistoryMessage{
+	history := []conversation.Message{
 		{Role: "assistant", Content: "orphan answer"},
 		{Role: "user", Content: "q1"},
 		{Role: "user", Content: "q2"},

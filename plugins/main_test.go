@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/terms"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
@@ -46,33 +47,33 @@ func ragChain(t *testing.T, overrides map[string]map[string]any) *pipeline.Event
 // err), or with docs set, a keyword search ranking chunks by shared terms.
 // It records the requests it got.
 type fakeKnowledge struct {
-	hits     []pipeline.SearchHit
-	docs     []pipeline.SearchHit
+	hits     []retrieval.SearchHit
+	docs     []retrieval.SearchHit
 	err      error
 	method   string
 	degraded string
 
 	mu   sync.Mutex
-	reqs []pipeline.SearchRequest
+	reqs []retrieval.SearchRequest
 }
 
-func (k *fakeKnowledge) Search(_ context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+func (k *fakeKnowledge) Search(_ context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	k.mu.Lock()
 	k.reqs = append(k.reqs, req)
 	k.mu.Unlock()
 	if k.err != nil {
-		return pipeline.SearchResponse{}, k.err
+		return retrieval.SearchResponse{}, k.err
 	}
 	method := k.method
 	if method == "" {
 		method = "keyword"
 	}
 	if k.docs == nil {
-		return pipeline.SearchResponse{Hits: slices.Clone(k.hits), Method: method, Degraded: k.degraded}, nil
+		return retrieval.SearchResponse{Hits: slices.Clone(k.hits), Method: method, Degraded: k.degraded}, nil
 	}
 	q := terms.NewSet(req.Query)
 	type scored struct {
-		hit   pipeline.SearchHit
+		hit   retrieval.SearchHit
 		score int
 	}
 	var found []scored
@@ -88,7 +89,7 @@ func (k *fakeKnowledge) Search(_ context.Context, req pipeline.SearchRequest) (p
 		}
 	}
 	slices.SortStableFunc(found, func(a, b scored) int { return b.score - a.score })
-	resp := pipeline.SearchResponse{Method: method}
+	resp := retrieval.SearchResponse{Method: method}
 	for i, f := range found {
 		f.hit.Score = 1 / float64(60+i+1)
 		f.hit.KeywordRank = i + 1
@@ -97,7 +98,7 @@ func (k *fakeKnowledge) Search(_ context.Context, req pipeline.SearchRequest) (p
 	return resp, nil
 }
 
-// Version implements pipeline.Knowledge: the fake never changes.
+// Version implements retrieval.Knowledge: the fake never changes.
 func (k *fakeKnowledge) Version(context.Context) (int64, error) { return 0, nil }
 
 // queries returns the queries searched so far.
@@ -112,7 +113,7 @@ func (k *fakeKnowledge) queries() []string {
 }
 
 // sampleDocs is a small knowledge base about chatpipe, in English and Chinese.
-var sampleDocs = []pipeline.SearchHit{
+var sampleDocs = []retrieval.SearchHit{
 	{ChunkID: "run-0", DocumentID: "run", Title: "Running chatpipe", Heading: "Quick start", ChunkIndex: 0,
 		Content: "Run chatpipe with go run . in the repository root. It listens on 127.0.0.1:8080 and answers " +
 			"with the offline demo model until you configure a real one."},
@@ -132,8 +133,8 @@ var sampleDocs = []pipeline.SearchHit{
 
 // hitsOf returns the sample chunks with the given ids, in that order, with
 // fused scores falling by rank.
-func hitsOf(ids ...string) []pipeline.SearchHit {
-	var out []pipeline.SearchHit
+func hitsOf(ids ...string) []retrieval.SearchHit {
+	var out []retrieval.SearchHit
 	for i, id := range ids {
 		for _, d := range sampleDocs {
 			if d.ChunkID == id {

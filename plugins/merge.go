@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/terms"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/internal/tokens"
@@ -126,14 +127,14 @@ const nearDuplicate = 0.9
 // passage is one context passage in the making: neighbouring chunks of a
 // document, in document order.
 type passage struct {
-	chunks  []pipeline.SearchHit
+	chunks  []retrieval.SearchHit
 	rank    int // position of its best chunk among the candidates
 	content string
 	score   float64
 }
 
 // mergePassages builds the numbered references from ranked candidates.
-func mergePassages(hits []pipeline.SearchHit, budget int) ([]eventbus.Reference, mergeStats) {
+func mergePassages(hits []retrieval.SearchHit, budget int) ([]eventbus.Reference, mergeStats) {
 	st := mergeStats{candidates: len(hits)}
 	kept := dedupe(hits)
 	st.duplicates = len(hits) - len(kept)
@@ -176,8 +177,8 @@ func referenceTokens(r eventbus.Reference) int {
 
 // dedupe keeps the first (best-ranked) of chunks with the same id, with
 // near-identical content, or whose content the other contains.
-func dedupe(hits []pipeline.SearchHit) []pipeline.SearchHit {
-	var kept []pipeline.SearchHit
+func dedupe(hits []retrieval.SearchHit) []retrieval.SearchHit {
+	var kept []retrieval.SearchHit
 	var sets []terms.Set
 	seen := map[string]bool{}
 next:
@@ -207,7 +208,7 @@ next:
 // joinNeighbours groups chunks of one document with consecutive
 // ChunkIndex into one passage, in document order, and orders the passages
 // by their best chunk's rank.
-func joinNeighbours(hits []pipeline.SearchHit) []passage {
+func joinNeighbours(hits []retrieval.SearchHit) []passage {
 	byDoc := map[string][]int{} // document id -> indices into hits
 	var order []string
 	for i, h := range hits {
@@ -240,7 +241,7 @@ func joinNeighbours(hits []pipeline.SearchHit) []passage {
 			if cur != nil {
 				out = append(out, *cur)
 			}
-			cur = &passage{chunks: []pipeline.SearchHit{h}, rank: i, content: strings.TrimSpace(h.Content), score: h.Score}
+			cur = &passage{chunks: []retrieval.SearchHit{h}, rank: i, content: strings.TrimSpace(h.Content), score: h.Score}
 		}
 		out = append(out, *cur)
 	}

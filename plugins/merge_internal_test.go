@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/tokens"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 func refIDs(refs []eventbus.Reference) []string {
@@ -21,7 +21,7 @@ func refIDs(refs []eventbus.Reference) []string {
 
 func TestMergeDropsDuplicatesAndNearDuplicates(t *testing.T) {
 	t.Parallel()
-	hits := []pipeline.SearchHit{
+	hits := []retrieval.SearchHit{
 		{ChunkID: "a", DocumentID: "d1", Content: "Resume a stream by reconnecting with the Last-Event-ID header; the server replays what was missed."},
 		{ChunkID: "a", DocumentID: "d1", Content: "Resume a stream by reconnecting with the Last-Event-ID header; the server replays what was missed."},
 		{ChunkID: "b", DocumentID: "d2", Content: "Resume a stream by reconnecting with the Last-Event-ID header, the server replays what was missed!"},
@@ -40,7 +40,7 @@ func TestMergeDropsDuplicatesAndNearDuplicates(t *testing.T) {
 
 func TestMergeJoinsNeighbouringChunksWithoutTheirOverlap(t *testing.T) {
 	t.Parallel()
-	hits := []pipeline.SearchHit{
+	hits := []retrieval.SearchHit{
 		{ChunkID: "doc-3", DocumentID: "doc", Title: "Guide", Heading: "Resume", ChunkIndex: 3, Score: 0.9,
 			Content: "reconnect with the Last-Event-ID header. The server replays the missed events."},
 		{ChunkID: "other-0", DocumentID: "other", Title: "Other", ChunkIndex: 0, Score: 0.8, Content: "Unrelated passage about plugins."},
@@ -79,13 +79,13 @@ func TestJoinOverlap(t *testing.T) {
 
 func TestMergeFitsTheTokenBudgetAndNumbersFromOne(t *testing.T) {
 	t.Parallel()
-	var hits []pipeline.SearchHit
+	var hits []retrieval.SearchHit
 	for i, id := range []string{"a", "b", "c", "d"} {
 		var content strings.Builder // about 480 tokens of words of its own
 		for k := range 260 {
 			fmt.Fprintf(&content, "%s%d w. ", id, k)
 		}
-		hits = append(hits, pipeline.SearchHit{ChunkID: id, DocumentID: id, Title: "Doc " + id, Score: 1 - float64(i)/10,
+		hits = append(hits, retrieval.SearchHit{ChunkID: id, DocumentID: id, Title: "Doc " + id, Score: 1 - float64(i)/10,
 			Content: content.String()})
 	}
 	const budget = 1100

@@ -3,13 +3,14 @@ package plugins
 import (
 	"cmp"
 
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // chatModel resolves the model a plugin asks: the request's (side-by-side
 // answers set cm.Model) or else the plugin's configured one, failing with
 // the user's message when it is not configured.
-func chatModel(cm *pipeline.ChatManage, configured string) (*pipeline.ChatModel, *pipeline.PluginError) {
+func chatModel(cm *pipeline.ChatManage, configured string) (*chatmodel.Model, *pipeline.PluginError) {
 	name := cmp.Or(cm.Model, configured)
 	m, err := cm.Models.ChatModel(name)
 	if err != nil {

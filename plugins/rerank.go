@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatpipe/chatpipe/internal/citation"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/terms"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -48,7 +49,7 @@ type Rerank struct {
 // or a negative score for a hit it did not grade (which is then dropped).
 // Errors are written for the stage detail: no secrets, no URLs.
 type scorer interface {
-	score(ctx context.Context, cm *pipeline.ChatManage, hits []pipeline.SearchHit) ([]float64, error)
+	score(ctx context.Context, cm *pipeline.ChatManage, hits []retrieval.SearchHit) ([]float64, error)
 }
 
 // llmRerank is the rerank plugin with reranker llm: it also names its model,
@@ -155,7 +156,7 @@ func keptThen(cm *pipeline.ChatManage, next func() *pipeline.PluginError) func()
 // selectHits applies the threshold (falling back to the best min_keep),
 // orders by score — with MMR diversity for the score reranker — and keeps
 // top_k, each hit carrying its normalised score.
-func (p *Rerank) selectHits(hits []pipeline.SearchHit, scores []float64) ([]pipeline.SearchHit, string) {
+func (p *Rerank) selectHits(hits []retrieval.SearchHit, scores []float64) ([]retrieval.SearchHit, string) {
 	graded := make([]int, 0, len(hits))
 	for i, s := range scores {
 		if s >= 0 {
@@ -179,7 +180,7 @@ func (p *Rerank) selectHits(hits []pipeline.SearchHit, scores []float64) ([]pipe
 	if p.cfg.Reranker == "score" && p.cfg.Lambda < 1 {
 		order = mmr(hits, scores, passing, p.cfg.TopK, p.cfg.Lambda)
 	}
-	out := make([]pipeline.SearchHit, len(order))
+	out := make([]retrieval.SearchHit, len(order))
 	for i, idx := range order {
 		out[i] = hits[idx]
 		out[i].Score = scores[idx]
@@ -202,7 +203,7 @@ func cmpDesc(a, b float64) int {
 // lambda·relevance − (1−lambda)·(highest similarity to a pick so far),
 // similarity being the Jaccard overlap of the passages' terms. Ties go to
 // the better-ranked candidate, so the result is deterministic.
-func mmr(hits []pipeline.SearchHit, rel []float64, cands []int, k int, lambda float64) []int {
+func mmr(hits []retrieval.SearchHit, rel []float64, cands []int, k int, lambda float64) []int {
 	sets := make(map[int]terms.Set, len(cands))
 	for _, i := range cands {
 		sets[i] = terms.NewSet(hits[i].Content)
@@ -234,7 +235,7 @@ func mmr(hits []pipeline.SearchHit, rel []float64, cands []int, k int, lambda fl
 // share of the best candidate's score".
 type fusedScorer struct{}
 
-func (fusedScorer) score(_ context.Context, _ *pipeline.ChatManage, hits []pipeline.SearchHit) ([]float64, error) {
+func (fusedScorer) score(_ context.Context, _ *pipeline.ChatManage, hits []retrieval.SearchHit) ([]float64, error) {
 	top := 0.0
 	for _, h := range hits {
 		top = max(top, h.Score)
@@ -252,7 +253,7 @@ func (fusedScorer) score(_ context.Context, _ *pipeline.ChatManage, hits []pipel
 
 // documentText is what a remote reranker reads of a hit: its label line
 // (as in the numbered context) and its content.
-func documentText(h pipeline.SearchHit) string {
+func documentText(h retrieval.SearchHit) string {
 	return citation.Label(citation.Passage{Title: h.Title, Heading: h.Heading}) + "\n" + h.Content
 }
 

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 func scoreRerank(threshold, lambda float64, topK, minKeep int) *Rerank {
@@ -14,7 +14,7 @@ func scoreRerank(threshold, lambda float64, topK, minKeep int) *Rerank {
 		scorer: fusedScorer{}}
 }
 
-func ids(hits []pipeline.SearchHit) []string {
+func ids(hits []retrieval.SearchHit) []string {
 	var out []string
 	for _, h := range hits {
 		out = append(out, h.ChunkID)
@@ -24,7 +24,7 @@ func ids(hits []pipeline.SearchHit) []string {
 
 func TestScoreRerankerThresholdIsRelativeToTheBestCandidate(t *testing.T) {
 	t.Parallel()
-	hits := []pipeline.SearchHit{
+	hits := []retrieval.SearchHit{
 		{ChunkID: "a", Content: "resume a stream with last event id", Score: 0.032},
 		{ChunkID: "b", Content: "configure plugins in yaml", Score: 0.020},
 		{ChunkID: "c", Content: "write a plugin in go", Score: 0.008},
@@ -44,7 +44,7 @@ func TestScoreRerankerThresholdIsRelativeToTheBestCandidate(t *testing.T) {
 
 func TestScoreRerankerKeepsMinKeepWhenNothingPasses(t *testing.T) {
 	t.Parallel()
-	hits := []pipeline.SearchHit{{ChunkID: "a"}, {ChunkID: "b"}, {ChunkID: "c"}}
+	hits := []retrieval.SearchHit{{ChunkID: "a"}, {ChunkID: "b"}, {ChunkID: "c"}}
 	scores := []float64{0.1, 0.3, 0.2}
 	got, note := scoreRerank(0.9, 1, 6, 2).selectHits(hits, scores)
 	if !reflect.DeepEqual(ids(got), []string{"b", "c"}) || note == "" {
@@ -58,7 +58,7 @@ func TestScoreRerankerKeepsMinKeepWhenNothingPasses(t *testing.T) {
 
 func TestScoreRerankerPrefersDiversePassages(t *testing.T) {
 	t.Parallel()
-	hits := []pipeline.SearchHit{
+	hits := []retrieval.SearchHit{
 		{ChunkID: "resume", Content: "To resume a stream reconnect with the Last-Event-ID header after a drop.", Score: 1},
 		{ChunkID: "resume-copy", Content: "To resume a stream reconnect with the Last-Event-ID header after a network drop.", Score: 0.98},
 		{ChunkID: "stop", Content: "Stop a generation with POST stop; the partial answer is saved.", Score: 0.9},

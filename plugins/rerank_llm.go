@@ -12,6 +12,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/internal/citation"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -32,7 +33,7 @@ const llmRerankPrompt = "Rate how well each numbered passage helps answer the qu
 	"Reply with only a JSON array of numbers, one per passage in order, for example [7, 0, 3].\n\n" +
 	"Question: %s\n\nPassages:\n%s"
 
-func (l *llmScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []pipeline.SearchHit) ([]float64, error) {
+func (l *llmScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []retrieval.SearchHit) ([]float64, error) {
 	if cm.Models == nil {
 		return nil, errors.New("llm reranker: no models configured")
 	}

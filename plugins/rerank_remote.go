@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -78,7 +79,7 @@ type rerankResponse struct {
 	Data    []rerankResult `json:"data"` // OpenAI-style proxies
 }
 
-func (r *remoteScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []pipeline.SearchHit) ([]float64, error) {
+func (r *remoteScorer) score(ctx context.Context, cm *pipeline.ChatManage, hits []retrieval.SearchHit) ([]float64, error) {
 	docs := make([]string, len(hits))
 	for i, h := range hits {
 		docs[i] = documentText(h)

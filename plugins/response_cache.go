@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -175,7 +176,7 @@ func normalizeQuestion(q string) string {
 
 // historyDigest identifies the conversation before the question ("" for
 // none).
-func historyDigest(history []pipeline.HistoryMessage) string {
+func historyDigest(history []conversation.Message) string {
 	if len(history) == 0 {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
@@ -231,12 +232,12 @@ func TestResponseCacheFollowUps(t *testing.T) {
 		return pipelinetest.Chain(t, "chat", []any{"load_history", "response_cache", "chat_completion_stream"},
 			sections(map[string]map[string]any{"response_cache": {"follow_ups": followUps}}))
 	}
-	turns := func(answer string) []pipeline.HistoryMessage {
-		return []pipeline.HistoryMessage{{Role: "user", Content: "Name a colour."}, {Role: "assistant", Content: answer}}
+	turns := func(answer string) []conversation.Message {
+		return []conversation.Message{{Role: "user", Content: "Name a colour."}, {Role: "assistant", Content: answer}}
 	}
 	c := pipelinetest.NewCache(0)
 	model := pipelinetest.NewModel()
-	run := func(m *pipeline.EventManager, history []pipeline.HistoryMessage) string {
+	run := func(m *pipeline.EventManager, history []conversation.Message) string {
 		res := pipelinetest.Run(t.Context(), m, pipelinetest.Request{Query: "And another?", History: history, Models: model, Cache: c})
 		st, _ := res.Stage("response_cache")
 		return st.Detail
@@ -246,7 +247,7 @@ func TestResponseCacheFollowUps(t *testing.T) {
 	}
 	on := chain(true)
 	for i, tc := range []struct {
-		history []pipeline.HistoryMessage
+		history []conversation.Message
 		want    string
 	}{
 		{turns("Red."), "cache miss"},

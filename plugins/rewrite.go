@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/think"
 	"github.com/chatpipe/chatpipe/pipeline"
@@ -121,7 +122,7 @@ func (p *Rewrite) rewrite(ctx context.Context, cm *pipeline.ChatManage) (rewritt
 const maxHistoryChars = 600
 
 // history renders the last MaxHistory messages as "User: …" lines.
-func (p *Rewrite) history(h []pipeline.HistoryMessage) string {
+func (p *Rewrite) history(h []conversation.Message) string {
 	if len(h) > p.cfg.MaxHistory {
 		h = h[len(h)-p.cfg.MaxHistory:]
 	}

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/providertest"
-	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
-var followUp = []pipeline.HistoryMessage{
+var followUp = []conversation.Message{
 	{Role: "user", Content: "How do I run chatpipe?"},
 	{Role: "assistant", Content: "Run go run . in the repository root [1]."},
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chatpipe/chatpipe/internal/inspect"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -58,7 +59,7 @@ func (p *Search) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 		cm.SkipStage("no knowledge base configured")
 		return next()
 	}
-	resp, err := cm.Knowledge.Search(ctx, pipeline.SearchRequest{
+	resp, err := cm.Knowledge.Search(ctx, retrieval.SearchRequest{
 		TenantID:      cm.TenantID,
 		Query:         cm.SearchQuery(),
 		TopK:          p.cfg.TopK,

@@ -9,7 +9,7 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/citation"
 	"github.com/chatpipe/chatpipe/internal/providertest"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline/pipelinetest"
 )
 
@@ -153,4 +153,4 @@ func TestNothingFoundLetsTheModelAnswerSayingSo(t *testing.T) {
 	}
 }
 
-var _ pipeline.Knowledge = (*fakeKnowledge)(nil)
+var _ retrieval.Knowledge = (*fakeKnowledge)(nil)

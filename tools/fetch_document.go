@@ -10,7 +10,7 @@ import (
 
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 func init() { Register("fetch_document", newFetchDocument) }
@@ -65,13 +65,13 @@ func (t *FetchDocument) Run(ctx context.Context, env *Env, arguments string) (st
 	if env.Request.Knowledge == nil {
 		return "", errors.New("no knowledge base is configured")
 	}
-	reader, ok := env.Request.Knowledge.(pipeline.DocumentReader)
+	reader, ok := env.Request.Knowledge.(retrieval.DocumentReader)
 	if !ok {
 		return "", errors.New("this knowledge base cannot return whole documents")
 	}
 	doc, err := reader.ReadDocument(ctx, env.Request.TenantID, id)
 	switch {
-	case errors.Is(err, pipeline.ErrDocumentNotFound):
+	case errors.Is(err, retrieval.ErrDocumentNotFound):
 		return "", fmt.Errorf("there is no document with id %q", id)
 	case err != nil:
 		if ctx.Err() != nil {

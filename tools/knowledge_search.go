@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/citation"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -156,11 +157,11 @@ func formatPassages(query string, refs []eventbus.Reference) string {
 // degrades a failure to "nothing found", which the model should not take
 // for an answer.
 type recordedKnowledge struct {
-	pipeline.Knowledge
+	retrieval.Knowledge
 	err error // written by the sub-chain, read after it returned
 }
 
-func (k *recordedKnowledge) Search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+func (k *recordedKnowledge) Search(ctx context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	resp, err := k.Knowledge.Search(ctx, req)
 	if err != nil {
 		k.err = err

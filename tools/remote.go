@@ -11,14 +11,14 @@ import (
 
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
 )
 
 // Remote tools are the tools of MCP servers (mcp.servers in config.yaml).
 // A mode lists them as "<server>.<tool>", or "<server>.*" for every tool
 // the server offers; since servers come, go and change their lists, the
 // entry is resolved for each request (Set.Resolve) against the request's
-// pipeline.RemoteTools.
+// remotetool.Source.
 
 // remoteRef is a mode's entry naming remote tools.
 type remoteRef struct {
@@ -93,7 +93,7 @@ func (s *Set) RemoteServers() []string {
 // entry replaced by the tools its server offers now (none when the server
 // is down or not configured). A set without remote entries is returned as
 // it is.
-func (s *Set) Resolve(rt pipeline.RemoteTools) *Set {
+func (s *Set) Resolve(rt remotetool.Source) *Set {
 	hasRemote := false
 	for _, c := range s.list {
 		hasRemote = hasRemote || c.remote != nil
@@ -110,11 +110,11 @@ func (s *Set) Resolve(rt pipeline.RemoteTools) *Set {
 		if rt == nil {
 			continue
 		}
-		var found []pipeline.RemoteTool
+		var found []remotetool.Tool
 		if c.remote.tool == "*" {
 			found = rt.RemoteToolsOf(c.remote.server)
 		} else if t, ok := rt.RemoteTool(c.remote.server, c.remote.tool); ok {
-			found = []pipeline.RemoteTool{t}
+			found = []remotetool.Tool{t}
 		}
 		for _, t := range found {
 			r := remoteTool{t}
@@ -143,8 +143,8 @@ func (s *Set) Resolve(rt pipeline.RemoteTools) *Set {
 	return out
 }
 
-// remoteTool adapts a pipeline.RemoteTool to Tool.
-type remoteTool struct{ t pipeline.RemoteTool }
+// remoteTool adapts a remotetool.Tool to Tool.
+type remoteTool struct{ t remotetool.Tool }
 
 func (r remoteTool) Info() *schema.ToolInfo { return r.t.Info() }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -73,7 +74,7 @@ func (e *Env) StreamOutput(emit func(text string)) { e.output = emit }
 func NewEnv(cm *pipeline.ChatManage, refs *References, callID string) *Env {
 	req := *cm
 	req.Emitter = eventbus.EmitterFunc(func(eventbus.Event) {})
-	req.History = append([]pipeline.HistoryMessage(nil), cm.History...)
+	req.History = append([]conversation.Message(nil), cm.History...)
 	req.References = append([]eventbus.Reference(nil), cm.References...)
 	return &Env{Request: &req, References: refs, CallID: callID}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge/eval"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 const kbevalDir = "../knowledge/eval/testdata/kbeval"
@@ -46,15 +46,15 @@ func (h *harness) uploadFolder(dir string) int {
 
 // httpRanking asks the search endpoint with its defaults (no top_k).
 func (h *harness) httpRanking() eval.Ranking {
-	return func(_ context.Context, q string) ([]pipeline.SearchHit, error) {
+	return func(_ context.Context, q string) ([]retrieval.SearchHit, error) {
 		body, _ := json.Marshal(map[string]any{"query": q})
 		var r searchResult
 		if code := h.call("POST", "/api/v1/knowledge/search", string(body), &r); code != http.StatusOK {
 			h.t.Fatalf("search %q: %d", q, code)
 		}
-		hits := make([]pipeline.SearchHit, len(r.Hits))
+		hits := make([]retrieval.SearchHit, len(r.Hits))
 		for i, x := range r.Hits {
-			hits[i] = pipeline.SearchHit{ChunkID: x.ChunkID, DocumentID: x.DocumentID, Title: x.Title}
+			hits[i] = retrieval.SearchHit{ChunkID: x.ChunkID, DocumentID: x.DocumentID, Title: x.Title}
 		}
 		return hits, nil
 	}

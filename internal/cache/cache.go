@@ -1,4 +1,4 @@
-// Package cache backs pipeline.Cache, the store the response_cache plugin
+// Package cache backs sharedcache.Store, the store the response_cache plugin
 // keeps finished answers in: an in-process LRU bounded in bytes, or Redis
 // shared by every replica. The app opens one store at start (Open) and
 // hands it to every request through ChatManage.Cache.
@@ -11,12 +11,12 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 
 	"github.com/chatpipe/chatpipe/config"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/sharedcache"
 )
 
-// Store is a pipeline.Cache the app owns and closes.
+// Store is a sharedcache.Store the app owns and closes.
 type Store interface {
-	pipeline.Cache
+	sharedcache.Store
 	Close() error
 }
 

@@ -52,7 +52,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 	return &Memory{max: opts.MaxBytes, now: opts.Now, order: list.New(), items: map[string]*list.Element{}}
 }
 
-// Get implements pipeline.Cache. The value is shared: callers must not
+// Get implements sharedcache.Store. The value is shared: callers must not
 // modify it.
 func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
 	m.mu.Lock()
@@ -70,7 +70,7 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool, error) {
 	return e.value, true, nil
 }
 
-// Set implements pipeline.Cache. It keeps a copy of value, evicting the
+// Set implements sharedcache.Store. It keeps a copy of value, evicting the
 // least recently used entries to stay within the budget; a value that
 // could never fit returns ErrTooLarge. A ttl of 0 or less stores nothing.
 func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {

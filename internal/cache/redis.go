@@ -45,7 +45,7 @@ func NewRedis(cfg config.Redis) *Redis {
 	}
 }
 
-// Get implements pipeline.Cache.
+// Get implements sharedcache.Store.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	v, err := r.client.Get(ctx, r.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
@@ -57,7 +57,7 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, true, nil
 }
 
-// Set implements pipeline.Cache. A ttl of 0 or less deletes the key.
+// Set implements sharedcache.Store. A ttl of 0 or less deletes the key.
 func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	var err error
 	if ttl <= 0 {

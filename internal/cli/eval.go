@@ -17,6 +17,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/eval"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -92,8 +93,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // by the configured rerank plugin.
 func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, tenant string, qs []eval.Question) ([]eval.Result, error) {
 	search := func(kw, vec float64) eval.Ranking {
-		return func(ctx context.Context, q string) ([]pipeline.SearchHit, error) {
-			resp, err := svc.Search(ctx, pipeline.SearchRequest{TenantID: tenant, Query: q, TopK: evalTopK,
+		return func(ctx context.Context, q string) ([]retrieval.SearchHit, error) {
+			resp, err := svc.Search(ctx, retrieval.SearchRequest{TenantID: tenant, Query: q, TopK: evalTopK,
 				KeywordWeight: kw, VectorWeight: vec})
 			return resp.Hits, err
 		}
@@ -111,7 +112,7 @@ func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, t
 		return nil, err
 	}
 	base := methods[len(methods)-1]
-	methods = append(methods, method{base.name + "+rerank", func(ctx context.Context, q string) ([]pipeline.SearchHit, error) {
+	methods = append(methods, method{base.name + "+rerank", func(ctx context.Context, q string) ([]retrieval.SearchHit, error) {
 		hits, err := base.rank(ctx, q)
 		if err != nil {
 			return nil, err

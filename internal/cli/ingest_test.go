@@ -18,7 +18,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/cli"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // writeTree creates files (path → content) under dir.
@@ -112,7 +112,7 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 	if err != nil || total != 3 {
 		t.Fatalf("documents = %+v, %d, %v; want 3", docs, total, err)
 	}
-	res, err := svc.Search(context.Background(), pipeline.SearchRequest{Query: "condor canyons"})
+	res, err := svc.Search(context.Background(), retrieval.SearchRequest{Query: "condor canyons"})
 	if err != nil || len(res.Hits) == 0 || res.Hits[0].Title != "Condor notes" {
 		t.Errorf("search = %+v, %v", res.Hits, err)
 	}

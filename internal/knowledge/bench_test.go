@@ -8,7 +8,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // The benchmarks run on knowledgetest.ScaleCorpus: 500 documents of 20
@@ -101,7 +101,7 @@ func BenchmarkSearch10kChunks(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				resp, err := svc.Search(context.Background(), pipeline.SearchRequest{Query: corpus.queries[i%len(corpus.queries)]})
+				resp, err := svc.Search(context.Background(), retrieval.SearchRequest{Query: corpus.queries[i%len(corpus.queries)]})
 				durations = append(durations, time.Since(start))
 				if err != nil {
 					b.Fatal(err)

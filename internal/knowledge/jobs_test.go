@@ -12,7 +12,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // backgroundService is a started service over the SQLite file at path,
@@ -90,7 +90,7 @@ func TestCloseReleasesARunningIngestAndTheNextStartResumesIt(t *testing.T) {
 	if ready.Status != knowledge.StatusReady || !ready.Embedded || ready.Title != "All about the axolotl" {
 		t.Fatalf("resumed document = %+v", ready)
 	}
-	res, err := second.Search(t.Context(), pipeline.SearchRequest{Query: "axolotl"})
+	res, err := second.Search(t.Context(), retrieval.SearchRequest{Query: "axolotl"})
 	if err != nil || len(res.Hits) == 0 || res.Hits[0].DocumentID != doc.ID {
 		t.Errorf("search = %+v, %v", res.Hits, err)
 	}

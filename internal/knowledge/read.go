@@ -5,21 +5,21 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
-var _ pipeline.DocumentReader = (*Service)(nil)
+var _ retrieval.DocumentReader = (*Service)(nil)
 
-// ReadDocument implements pipeline.DocumentReader: the tenant's document
+// ReadDocument implements retrieval.DocumentReader: the tenant's document
 // with its text. A document the tenant does not have is reported with
-// both ErrNotFound and pipeline.ErrDocumentNotFound.
-func (s *Service) ReadDocument(ctx context.Context, tenantID, id string) (pipeline.Document, error) {
+// both ErrNotFound and retrieval.ErrDocumentNotFound.
+func (s *Service) ReadDocument(ctx context.Context, tenantID, id string) (retrieval.Document, error) {
 	doc, err := s.Document(ctx, tenantID, id)
 	if errors.Is(err, ErrNotFound) {
-		return pipeline.Document{}, fmt.Errorf("%w: %w", err, pipeline.ErrDocumentNotFound)
+		return retrieval.Document{}, fmt.Errorf("%w: %w", err, retrieval.ErrDocumentNotFound)
 	}
 	if err != nil {
-		return pipeline.Document{}, err
+		return retrieval.Document{}, err
 	}
-	return pipeline.Document{ID: doc.ID, Title: doc.Title, Source: doc.Source, Content: doc.Content}, nil
+	return retrieval.Document{ID: doc.ID, Title: doc.Title, Source: doc.Source, Content: doc.Content}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // ReadDocument returns the tenant's document text and hides every other
@@ -21,7 +21,7 @@ func TestReadDocumentIsScopedToTheTenant(t *testing.T) {
 	}
 	for _, tc := range []struct{ tenant, id string }{{"beta", doc.ID}, {"", doc.ID}, {"acme", "no-such-id"}} {
 		_, err := svc.ReadDocument(t.Context(), tc.tenant, tc.id)
-		if !errors.Is(err, pipeline.ErrDocumentNotFound) || !errors.Is(err, knowledge.ErrNotFound) {
+		if !errors.Is(err, retrieval.ErrDocumentNotFound) || !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("ReadDocument(%q, %q) error = %v, want not found", tc.tenant, tc.id, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // BenchmarkSearch100kChunks measures Service.Search (top 20), keyword-only
@@ -95,7 +95,7 @@ func benchSearchModes(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledg
 			cpu0 := processCPU()
 			for b.Loop() {
 				start := time.Now()
-				resp, err := m.svc.Search(context.Background(), pipeline.SearchRequest{Query: corpus.Queries[i%len(corpus.Queries)]})
+				resp, err := m.svc.Search(context.Background(), retrieval.SearchRequest{Query: corpus.Queries[i%len(corpus.Queries)]})
 				durations = append(durations, time.Since(start))
 				if err != nil {
 					b.Fatal(err)

@@ -11,13 +11,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
-var _ pipeline.Knowledge = (*Service)(nil)
+var _ retrieval.Knowledge = (*Service)(nil)
 
-// Search methods reported in pipeline.SearchResponse.Method.
+// Search methods reported in retrieval.SearchResponse.Method.
 const (
 	MethodHybrid  = "hybrid"
 	MethodKeyword = "keyword"
@@ -49,7 +49,7 @@ const (
 // An empty query finds nothing. When embedding the query or the vector
 // search fails, Search degrades to keyword-only and says so in Degraded;
 // it returns an error only when no ranking could run (or ctx ended).
-func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+func (s *Service) Search(ctx context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	ctx, span := telemetry.Start(ctx, "knowledge.search")
 	resp, err := s.search(ctx, req)
 	if span.IsRecording() {
@@ -68,9 +68,9 @@ func (s *Service) Search(ctx context.Context, req pipeline.SearchRequest) (pipel
 	return resp, err
 }
 
-func (s *Service) search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+func (s *Service) search(ctx context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	p := s.searchParams(req)
-	resp := pipeline.SearchResponse{Hits: []pipeline.SearchHit{}, Method: p.method()}
+	resp := retrieval.SearchResponse{Hits: []retrieval.SearchHit{}, Method: p.method()}
 	query := strings.TrimSpace(req.Query)
 	if !p.useKeyword && !p.useVector {
 		resp.Degraded = "Vector search was asked for alone, but no embedding model is configured (knowledge.embedding); nothing was searched."
@@ -173,7 +173,7 @@ type searchParams struct {
 	useKeyword, useVector       bool
 }
 
-func (s *Service) searchParams(req pipeline.SearchRequest) searchParams {
+func (s *Service) searchParams(req retrieval.SearchRequest) searchParams {
 	def := s.config().Search
 	p := searchParams{
 		topK:          cmp.Or(req.TopK, def.TopK, 20),
@@ -208,14 +208,14 @@ func (p searchParams) method() string {
 // weighted reciprocal rank: a chunk scores Σ weight/(rrfK + rank) over
 // the rankings that found it. It returns the best topK, ties broken by
 // the better single rank, then by chunk id.
-func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK int) []pipeline.SearchHit {
-	byID := make(map[string]*pipeline.SearchHit, len(keyword)+len(vector))
-	var order []*pipeline.SearchHit
-	entry := func(h Hit) *pipeline.SearchHit {
+func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK int) []retrieval.SearchHit {
+	byID := make(map[string]*retrieval.SearchHit, len(keyword)+len(vector))
+	var order []*retrieval.SearchHit
+	entry := func(h Hit) *retrieval.SearchHit {
 		if e, ok := byID[h.ChunkID]; ok {
 			return e
 		}
-		e := &pipeline.SearchHit{ChunkID: h.ChunkID, DocumentID: h.DocumentID, Title: h.Title,
+		e := &retrieval.SearchHit{ChunkID: h.ChunkID, DocumentID: h.DocumentID, Title: h.Title,
 			Heading: h.Heading, Page: h.Page, Content: h.Content, ChunkIndex: h.ChunkIndex}
 		byID[h.ChunkID] = e
 		order = append(order, e)
@@ -235,18 +235,18 @@ func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK
 			e.Score += vectorWeight / float64(rrfK+i+1)
 		}
 	}
-	best := func(h *pipeline.SearchHit) int {
+	best := func(h *retrieval.SearchHit) int {
 		r := h.KeywordRank
 		if r == 0 || (h.VectorRank != 0 && h.VectorRank < r) {
 			r = h.VectorRank
 		}
 		return r
 	}
-	slices.SortStableFunc(order, func(a, b *pipeline.SearchHit) int {
+	slices.SortStableFunc(order, func(a, b *retrieval.SearchHit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(best(a), best(b)), strings.Compare(a.ChunkID, b.ChunkID))
 	})
 	order = diversify(order, distinctHead)
-	out := make([]pipeline.SearchHit, 0, min(topK, len(order)))
+	out := make([]retrieval.SearchHit, 0, min(topK, len(order)))
 	for _, e := range order[:min(topK, len(order))] {
 		out = append(out, *e)
 	}
@@ -259,10 +259,10 @@ func Fuse(keyword, vector []Hit, keywordWeight, vectorWeight float64, rrfK, topK
 // of one long document, and rerank and merge, which keep only the first
 // few, never see the second-best document. A document's rank (that of
 // its best chunk) is unchanged.
-func diversify(order []*pipeline.SearchHit, head int) []*pipeline.SearchHit {
+func diversify(order []*retrieval.SearchHit, head int) []*retrieval.SearchHit {
 	seen := make(map[string]bool, head)
-	front := make([]*pipeline.SearchHit, 0, len(order))
-	var rest []*pipeline.SearchHit
+	front := make([]*retrieval.SearchHit, 0, len(order))
+	var rest []*retrieval.SearchHit
 	for _, e := range order {
 		if len(seen) < head && !seen[e.DocumentID] {
 			seen[e.DocumentID] = true

@@ -20,7 +20,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -83,7 +83,7 @@ func ingest(t *testing.T, svc *knowledge.Service, req knowledge.IngestRequest) k
 	return doc
 }
 
-func search(t *testing.T, svc *knowledge.Service, req pipeline.SearchRequest) pipeline.SearchResponse {
+func search(t *testing.T, svc *knowledge.Service, req retrieval.SearchRequest) retrieval.SearchResponse {
 	t.Helper()
 	resp, err := svc.Search(t.Context(), req)
 	if err != nil {
@@ -92,7 +92,7 @@ func search(t *testing.T, svc *knowledge.Service, req pipeline.SearchRequest) pi
 	return resp
 }
 
-func titles(hits []pipeline.SearchHit) []string {
+func titles(hits []retrieval.SearchHit) []string {
 	var out []string
 	for _, h := range hits {
 		if !slices.Contains(out, h.Title) {
@@ -129,7 +129,7 @@ func TestIngestThenSearchFindsEnglishAndChineseDocuments(t *testing.T) {
 		"断线后如何重新连接？":                                          "断线续传",
 		"知识库怎么检索文档":                                           "知识库",
 	} {
-		resp := search(t, svc, pipeline.SearchRequest{Query: query})
+		resp := search(t, svc, retrieval.SearchRequest{Query: query})
 		if resp.Method != knowledge.MethodKeyword || resp.Degraded != "" {
 			t.Errorf("Search(%q): method %q, degraded %q; want keyword, not degraded", query, resp.Method, resp.Degraded)
 		}
@@ -137,7 +137,7 @@ func TestIngestThenSearchFindsEnglishAndChineseDocuments(t *testing.T) {
 			t.Errorf("Search(%q) titles = %q, want %q first", query, got, want)
 		}
 	}
-	resp := search(t, svc, pipeline.SearchRequest{Query: "demo model api key"})
+	resp := search(t, svc, retrieval.SearchRequest{Query: "demo model api key"})
 	h := resp.Hits[0]
 	if h.Title != "Running chatpipe" || h.Heading != "Running chatpipe > Demo model" || h.ChunkIndex != 1 ||
 		h.ChunkID == "" || h.DocumentID == "" || !strings.Contains(h.Content, "offline demo model") ||
@@ -153,7 +153,7 @@ func TestSearchEmptyQueryFindsNothingWithoutCallingTheEmbedder(t *testing.T) {
 	ingest(t, svc, knowledge.IngestRequest{Content: "something to find"})
 	before := len(srv.Requests())
 	for _, q := range []string{"", "   \n\t"} {
-		resp, err := svc.Search(t.Context(), pipeline.SearchRequest{Query: q})
+		resp, err := svc.Search(t.Context(), retrieval.SearchRequest{Query: q})
 		if err != nil || resp.Hits == nil || len(resp.Hits) != 0 || resp.Degraded != "" {
 			t.Errorf("Search(%q) = %+v, %v; want an empty, non-nil result", q, resp, err)
 		}
@@ -200,7 +200,7 @@ func TestHybridSearchFusesVectorAndKeywordRankings(t *testing.T) {
 	auto := ingest(t, svc, knowledge.IngestRequest{Title: "Engines", Content: "Automobile engines need oil changes every year."})
 	ingest(t, svc, knowledge.IngestRequest{Title: "Gardening", Content: "Water the tomatoes in the morning."})
 
-	resp := search(t, svc, pipeline.SearchRequest{Query: "car"})
+	resp := search(t, svc, retrieval.SearchRequest{Query: "car"})
 	if resp.Method != knowledge.MethodHybrid || resp.Degraded != "" {
 		t.Fatalf("method %q, degraded %q; want hybrid", resp.Method, resp.Degraded)
 	}
@@ -222,16 +222,16 @@ func TestHybridSearchFusesVectorAndKeywordRankings(t *testing.T) {
 	}
 
 	// Weights and k come from the request when set.
-	resp = search(t, svc, pipeline.SearchRequest{Query: "car", KeywordWeight: 0.5, VectorWeight: 2, RRFK: 10, TopK: 1})
+	resp = search(t, svc, retrieval.SearchRequest{Query: "car", KeywordWeight: 0.5, VectorWeight: 2, RRFK: 10, TopK: 1})
 	if len(resp.Hits) != 1 || math.Abs(resp.Hits[0].Score-(0.5/11+2.0/11)) > 1e-12 {
 		t.Errorf("weighted search = %+v", resp.Hits)
 	}
 	// A negative weight leaves a ranking out.
-	resp = search(t, svc, pipeline.SearchRequest{Query: "automobile", KeywordWeight: -1})
+	resp = search(t, svc, retrieval.SearchRequest{Query: "automobile", KeywordWeight: -1})
 	if resp.Method != knowledge.MethodVector || len(resp.Hits) != 2 || resp.Hits[0].KeywordRank != 0 {
 		t.Errorf("vector only: method %q, hits %+v", resp.Method, resp.Hits)
 	}
-	resp = search(t, svc, pipeline.SearchRequest{Query: "car", VectorWeight: -1})
+	resp = search(t, svc, retrieval.SearchRequest{Query: "car", VectorWeight: -1})
 	if resp.Method != knowledge.MethodKeyword || !slices.Equal(titles(resp.Hits), []string{"Car care"}) {
 		t.Errorf("keyword only: method %q, titles %q", resp.Method, titles(resp.Hits))
 	}
@@ -254,7 +254,7 @@ func TestEmbeddingEndpointDownIngestsKeywordOnlyAndSearchDegrades(t *testing.T) 
 		t.Errorf("%d requests, want 4 (retries of a 503)", n)
 	}
 
-	resp := search(t, svc, pipeline.SearchRequest{Query: "zebra"})
+	resp := search(t, svc, retrieval.SearchRequest{Query: "zebra"})
 	if resp.Method != knowledge.MethodKeyword || !strings.Contains(resp.Degraded, "keyword search only") ||
 		!strings.HasPrefix(resp.Degraded, "Embedding the query failed") {
 		t.Errorf("search while down: method %q, degraded %q", resp.Method, resp.Degraded)
@@ -264,7 +264,7 @@ func TestEmbeddingEndpointDownIngestsKeywordOnlyAndSearchDegrades(t *testing.T) 
 	}
 
 	srv.Fail(0, 0)
-	resp = search(t, svc, pipeline.SearchRequest{Query: "zebra"})
+	resp = search(t, svc, retrieval.SearchRequest{Query: "zebra"})
 	if resp.Method != knowledge.MethodHybrid || resp.Degraded != "" {
 		t.Errorf("search after recovery: method %q, degraded %q", resp.Method, resp.Degraded)
 	}
@@ -297,7 +297,7 @@ func TestUnreachableEmbeddingEndpointDegradesWithASentence(t *testing.T) {
 	if doc.Embedded || !strings.Contains(doc.Warning, "unreachable") {
 		t.Errorf("doc = %+v; want keyword-only, unreachable", doc)
 	}
-	resp := search(t, svc, pipeline.SearchRequest{Query: "keyword content"})
+	resp := search(t, svc, retrieval.SearchRequest{Query: "keyword content"})
 	want := "Embedding the query failed (the embedding endpoint at " + addr + " is unreachable); keyword search only."
 	if resp.Degraded != want || len(resp.Hits) != 1 {
 		t.Errorf("degraded = %q (hits %d), want %q", resp.Degraded, len(resp.Hits), want)
@@ -428,7 +428,7 @@ func TestDocumentsChunksAndDelete(t *testing.T) {
 	if v2, _ := svc.Version(t.Context()); v2 == v {
 		t.Error("Version unchanged by a delete")
 	}
-	if got := titles(search(t, svc, pipeline.SearchRequest{Query: "alpha words"}).Hits); !slices.Equal(got, []string{"B"}) {
+	if got := titles(search(t, svc, retrieval.SearchRequest{Query: "alpha words"}).Hits); !slices.Equal(got, []string{"B"}) {
 		t.Errorf("after delete, search finds %q", got)
 	}
 	for _, err := range []error{svc.DeleteDocument(t.Context(), knowledge.DefaultTenant, a.ID), func() error { _, err := svc.Document(t.Context(), knowledge.DefaultTenant, a.ID); return err }()} {
@@ -488,7 +488,7 @@ func TestLoadSamplesAreSharedWithEveryTenantAndReplaceTheOldDefaultCopies(t *tes
 		if err != nil || total != want || len(docs) != want {
 			t.Errorf("%s lists %d documents (total %d), %v; want %d", tenant, len(docs), total, err, want)
 		}
-		if got := search(t, svc, pipeline.SearchRequest{TenantID: tenant, Query: "bravo"}).Hits; len(got) != 1 || got[0].Title != "B" {
+		if got := search(t, svc, retrieval.SearchRequest{TenantID: tenant, Query: "bravo"}).Hits; len(got) != 1 || got[0].Title != "B" {
 			t.Errorf("%s's search for a sample: %+v", tenant, got)
 		}
 	}
@@ -523,18 +523,18 @@ func TestSearchHonoursTopKAndCancellation(t *testing.T) {
 	for i := range 30 {
 		ingest(t, svc, knowledge.IngestRequest{Content: fmt.Sprintf("common term document %d", i)})
 	}
-	if got := len(search(t, svc, pipeline.SearchRequest{Query: "common"}).Hits); got != 20 {
+	if got := len(search(t, svc, retrieval.SearchRequest{Query: "common"}).Hits); got != 20 {
 		t.Errorf("default top_k: %d hits, want 20", got)
 	}
-	if got := len(search(t, svc, pipeline.SearchRequest{Query: "common", TopK: 5}).Hits); got != 5 {
+	if got := len(search(t, svc, retrieval.SearchRequest{Query: "common", TopK: 5}).Hits); got != 5 {
 		t.Errorf("top_k 5: %d hits", got)
 	}
-	if got := len(search(t, svc, pipeline.SearchRequest{Query: "common", TopK: 100000}).Hits); got != 30 {
+	if got := len(search(t, svc, retrieval.SearchRequest{Query: "common", TopK: 100000}).Hits); got != 30 {
 		t.Errorf("huge top_k: %d hits, want all 30", got)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := svc.Search(ctx, pipeline.SearchRequest{Query: "common"}); !errors.Is(err, context.Canceled) {
+	if _, err := svc.Search(ctx, retrieval.SearchRequest{Query: "common"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled search: %v, want context.Canceled", err)
 	}
 }

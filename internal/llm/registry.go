@@ -13,7 +13,7 @@ import (
 	"github.com/cloudwego/eino/components/model"
 
 	"github.com/chatpipe/chatpipe/config"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 )
 
 // Defaults of a model entry.
@@ -43,14 +43,14 @@ type RegistryOptions struct {
 // Registry holds the chat models of one configuration, built and validated
 // up front. It is immutable: a config reload builds a new Registry.
 type Registry struct {
-	models map[string]*pipeline.ChatModel
+	models map[string]*chatmodel.Model
 	names  []string
 }
 
 // NewRegistry validates and builds every entry of models. Errors name the
 // config key at fault, e.g. `models.fast.base_url: required for provider openai`.
 func NewRegistry(models map[string]config.Model, opts RegistryOptions) (*Registry, error) {
-	r := &Registry{models: make(map[string]*pipeline.ChatModel, len(models))}
+	r := &Registry{models: make(map[string]*chatmodel.Model, len(models))}
 	for name := range models {
 		r.names = append(r.names, name)
 	}
@@ -67,7 +67,7 @@ func NewRegistry(models map[string]config.Model, opts RegistryOptions) (*Registr
 
 // ChatModel returns the named model. Each call returns a fresh copy, so a
 // caller may append to its Options.
-func (r *Registry) ChatModel(name string) (*pipeline.ChatModel, error) {
+func (r *Registry) ChatModel(name string) (*chatmodel.Model, error) {
 	cm, ok := r.models[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q (models: %s)", ErrUnknownModel, name, strings.Join(r.names, ", "))
@@ -81,7 +81,7 @@ func (r *Registry) ChatModel(name string) (*pipeline.ChatModel, error) {
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
 // buildModel validates one entry and builds its client.
-func buildModel(name string, m config.Model, opts RegistryOptions) (*pipeline.ChatModel, error) {
+func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.Model, error) {
 	key := "models." + name
 	if name == "" {
 		return nil, fmt.Errorf("models: a model has an empty name")
@@ -105,7 +105,7 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*pipeline.Ch
 	if timeout == 0 {
 		timeout = DefaultHeaderTimeout
 	}
-	cm := &pipeline.ChatModel{Name: name, Provider: provider, ModelID: cmp.Or(m.Model, name), Retries: retries,
+	cm := &chatmodel.Model{Name: name, Provider: provider, ModelID: cmp.Or(m.Model, name), Retries: retries,
 		StreamAttempts: cmp.Or(m.StreamRetry.Attempts, DefaultStreamAttempts)}
 	if m.Temperature != nil {
 		cm.Options = append(cm.Options, model.WithTemperature(*m.Temperature))
@@ -186,4 +186,4 @@ func checkCommon(key, provider string, m config.Model) error {
 	return nil
 }
 
-var _ pipeline.ModelSource = (*Registry)(nil)
+var _ chatmodel.Source = (*Registry)(nil)

@@ -9,7 +9,7 @@ import (
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 )
 
 // Backoff between attempts: 200ms, 400ms, … capped at 2s; a provider's
@@ -29,7 +29,7 @@ const (
 // On success it returns the first chunk and the reader positioned after it
 // (first == nil means the stream was empty); the caller closes sr. On
 // error sr is nil. attempts counts the calls made.
-func StreamWithRetry(ctx context.Context, m *pipeline.ChatModel, msgs []*schema.Message,
+func StreamWithRetry(ctx context.Context, m *chatmodel.Model, msgs []*schema.Message,
 	opts ...model.Option) (first *schema.Message, sr *schema.StreamReader[*schema.Message], attempts int, err error) {
 	if m == nil || m.Model == nil {
 		return nil, nil, 0, errors.New("llm: no chat model")

@@ -10,12 +10,12 @@ import (
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
 
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/providertest"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
-func retryModel(t *testing.T, srv *providertest.Server, retries int) *pipeline.ChatModel {
-	return &pipeline.ChatModel{Name: "fast", Provider: "openai", Retries: retries,
+func retryModel(t *testing.T, srv *providertest.Server, retries int) *chatmodel.Model {
+	return &chatmodel.Model{Name: "fast", Provider: "openai", Retries: retries,
 		Model: newOpenAIModel(t, openAIClients[0], srv, nil), Options: []model.Option{model.WithTemperature(0.2)}}
 }
 

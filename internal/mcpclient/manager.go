@@ -1,6 +1,6 @@
 // Package mcpclient connects chatpipe to the MCP servers configured under
 // mcp.servers and offers their tools to the agent modes (as
-// pipeline.RemoteTools). One Manager owns every connection: it starts
+// remotetool.Source). One Manager owns every connection: it starts
 // them, restarts a stdio server that dies (with backoff), re-lists a
 // server's tools when it says they changed, applies a new configuration
 // to new requests (hot reload) and closes everything on shutdown.
@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/config"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
 )
 
 // Observer is told about every tool call (metrics).
@@ -56,7 +56,7 @@ type Manager struct {
 	closed bool
 }
 
-var _ pipeline.RemoteTools = (*Manager)(nil)
+var _ remotetool.Source = (*Manager)(nil)
 
 // New returns a manager with no servers; Apply adds them.
 func New(opts Options) *Manager {
@@ -125,8 +125,8 @@ func (m *Manager) link(server string) *link {
 	return m.links[server]
 }
 
-// RemoteTool implements pipeline.RemoteTools.
-func (m *Manager) RemoteTool(server, tool string) (pipeline.RemoteTool, bool) {
+// RemoteTool implements remotetool.Source.
+func (m *Manager) RemoteTool(server, tool string) (remotetool.Tool, bool) {
 	l := m.link(server)
 	if l == nil {
 		return nil, false
@@ -138,14 +138,14 @@ func (m *Manager) RemoteTool(server, tool string) (pipeline.RemoteTool, bool) {
 	return t, true
 }
 
-// RemoteToolsOf implements pipeline.RemoteTools.
-func (m *Manager) RemoteToolsOf(server string) []pipeline.RemoteTool {
+// RemoteToolsOf implements remotetool.Source.
+func (m *Manager) RemoteToolsOf(server string) []remotetool.Tool {
 	l := m.link(server)
 	if l == nil {
 		return nil
 	}
 	list := l.toolList()
-	out := make([]pipeline.RemoteTool, len(list))
+	out := make([]remotetool.Tool, len(list))
 	for i, t := range list {
 		out[i] = t
 	}

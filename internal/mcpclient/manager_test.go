@@ -15,7 +15,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
 )
 
 func TestMain(m *testing.M) {
@@ -73,7 +73,7 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func tool(t *testing.T, m *mcpclient.Manager, server, name string) pipeline.RemoteTool {
+func tool(t *testing.T, m *mcpclient.Manager, server, name string) remotetool.Tool {
 	t.Helper()
 	rt, ok := m.RemoteTool(server, name)
 	if !ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
 	"github.com/chatpipe/chatpipe/tools"
 )
 
@@ -26,13 +26,13 @@ type remoteTool struct {
 	approval bool
 }
 
-var _ pipeline.RemoteTool = (*remoteTool)(nil)
+var _ remotetool.Tool = (*remoteTool)(nil)
 
 func (t *remoteTool) Info() *schema.ToolInfo { return t.info }
 func (t *remoteTool) Timeout() time.Duration { return t.timeout }
 func (t *remoteTool) RequireApproval() bool  { return t.approval }
 
-// Call implements pipeline.RemoteTool: one tools/call on the server's
+// Call implements remotetool.Tool: one tools/call on the server's
 // current session. Every way it can go wrong — the server is down, dies
 // during the call, refuses the arguments, answers with an error, takes
 // too long — ends as an error for the model; none leaves the caller

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/approval"
 	"github.com/chatpipe/chatpipe/internal/cluster"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // ErrNoPendingApproval: the stream has no tool call of that id waiting for
@@ -15,7 +15,7 @@ import (
 var ErrNoPendingApproval = errors.New("no pending approval")
 
 // approvals is a run's register of tool calls waiting for the user's
-// decision (pipeline.Approvals). Decisions come from Manager.Decide on this
+// decision (approval.Broker). Decisions come from Manager.Decide on this
 // replica, or through the run's cluster lease when the request landed on
 // another one.
 type approvals struct {
@@ -26,7 +26,7 @@ type approvals struct {
 
 func newApprovals() *approvals { return &approvals{waiting: map[string]chan string{}} }
 
-// Open implements pipeline.Approvals.
+// Open implements approval.Broker.
 func (a *approvals) Open(toolCallID string) <-chan string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -38,7 +38,7 @@ func (a *approvals) Open(toolCallID string) <-chan string {
 	return ch
 }
 
-// Close implements pipeline.Approvals.
+// Close implements approval.Broker.
 func (a *approvals) Close(toolCallID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -73,7 +73,7 @@ func (a *approvals) attach(l *cluster.Lease) {
 	}
 }
 
-var _ pipeline.Approvals = (*approvals)(nil)
+var _ approval.Broker = (*approvals)(nil)
 
 // validDecision reports whether d is a decision a user may post.
 func validDecision(d string) bool { return d == eventbus.DecisionAllow || d == eventbus.DecisionDeny }

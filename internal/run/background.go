@@ -13,7 +13,7 @@ import (
 )
 
 // background is one run's view of the manager's job runner (it implements
-// pipeline.Background): the events of a job that ends while the stream is
+// conversation.Background): the events of a job that ends while the stream is
 // open are emitted on it, and the run waits a bounded time for its jobs
 // before stream.finished (see awaitJobs).
 type background struct {
@@ -25,7 +25,7 @@ type background struct {
 	started []*jobs.Job
 }
 
-// Go implements pipeline.Background.
+// Go implements conversation.Background.
 func (b *background) Go(kind string, job func(ctx context.Context) ([]eventbus.Event, error)) bool {
 	if b.runner == nil {
 		return false

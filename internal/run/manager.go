@@ -19,11 +19,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/cluster"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/inspect"
 	"github.com/chatpipe/chatpipe/internal/jobs"
+	"github.com/chatpipe/chatpipe/internal/remotetool"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/secrets"
+	"github.com/chatpipe/chatpipe/internal/sharedcache"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
 	"github.com/chatpipe/chatpipe/internal/think"
@@ -56,7 +61,7 @@ var (
 type Setup struct {
 	Chains      map[string]*pipeline.EventManager
 	DefaultMode string
-	Models      pipeline.ModelSource
+	Models      chatmodel.Source
 	MaxDuration time.Duration
 	// Redact removes this configuration's secrets from what users see
 	// (error events, stage details, saved errors); nil = nothing to hide.
@@ -91,8 +96,8 @@ type Info struct {
 type Options struct {
 	Setup     func() *Setup // the current snapshot
 	History   history.Store
-	Knowledge pipeline.Knowledge // nil = no knowledge base
-	Cache     pipeline.Cache     // nil = no cache: response_cache passes through
+	Knowledge retrieval.Knowledge // nil = no knowledge base
+	Cache     sharedcache.Store   // nil = no cache: response_cache passes through
 	Streams   stream.Store
 	Logger    *zap.Logger
 	Observers []Observer
@@ -100,7 +105,7 @@ type Options struct {
 	// replica, generator liveness); nil for a single server.
 	Cluster *cluster.Coordinator
 	// RemoteTools are MCP servers' tools (nil = none configured).
-	RemoteTools pipeline.RemoteTools
+	RemoteTools remotetool.Source
 	// Tracer starts each generation's span (nil = no tracing).
 	Tracer trace.Tracer
 	// Traces saves the turn inspector's records (nil = not saved).
@@ -700,12 +705,12 @@ func (m *Manager) Shutdown(ctx context.Context) {
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// messageReader adapts the history store to the pipeline's MessageReader.
+// messageReader adapts the history store to conversation.MessageReader.
 type messageReader struct{ store history.Store }
 
-// Branch implements pipeline.MessageReader: the store's branch ending at
+// Branch implements conversation.MessageReader: the store's branch ending at
 // the question, less the question.
-func (r messageReader) Branch(ctx context.Context, sessionID, before string, limit int) ([]pipeline.HistoryMessage, error) {
+func (r messageReader) Branch(ctx context.Context, sessionID, before string, limit int) ([]conversation.Message, error) {
 	if limit > 0 {
 		limit++ // the question itself, left out below
 	}
@@ -716,12 +721,12 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string, lim
 	if n := len(msgs); n > 0 && msgs[n-1].ID == before {
 		msgs = msgs[:n-1]
 	}
-	out := make([]pipeline.HistoryMessage, len(msgs))
+	out := make([]conversation.Message, len(msgs))
 	for i, m := range msgs {
-		out[i] = pipeline.HistoryMessage{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
+		out[i] = conversation.Message{ID: m.ID, Role: m.Role, Content: m.Content, Thinking: think.StripSaved(m.Thinking), Status: m.Status}
 		if m.Record != nil {
 			for _, c := range m.Record.ToolCalls {
-				out[i].ToolCalls = append(out[i].ToolCalls, pipeline.HistoryToolCall{
+				out[i].ToolCalls = append(out[i].ToolCalls, conversation.ToolCall{
 					ID: c.ID, Name: c.Name, Arguments: c.Arguments, Output: c.Output, Turn: c.Turn})
 			}
 		}
@@ -729,23 +734,23 @@ func (r messageReader) Branch(ctx context.Context, sessionID, before string, lim
 	return out, nil
 }
 
-// summaryStore adapts the history store to the pipeline's SummaryStore.
+// summaryStore adapts the history store to conversation.SummaryStore.
 type summaryStore struct{ store history.Store }
 
-func (s summaryStore) Summaries(ctx context.Context, sessionID string, limit int) ([]pipeline.HistorySummary, error) {
+func (s summaryStore) Summaries(ctx context.Context, sessionID string, limit int) ([]conversation.Summary, error) {
 	list, err := s.store.Summaries(ctx, sessionID, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]pipeline.HistorySummary, len(list))
+	out := make([]conversation.Summary, len(list))
 	for i, sum := range list {
-		out[i] = pipeline.HistorySummary{ID: sum.ID, FromMessageID: sum.FromMessageID, ToMessageID: sum.ToMessageID,
+		out[i] = conversation.Summary{ID: sum.ID, FromMessageID: sum.FromMessageID, ToMessageID: sum.ToMessageID,
 			Messages: sum.Messages, Content: sum.Content, Model: sum.Model}
 	}
 	return out, nil
 }
 
-func (s summaryStore) SaveSummary(ctx context.Context, sessionID string, sum pipeline.HistorySummary) error {
+func (s summaryStore) SaveSummary(ctx context.Context, sessionID string, sum conversation.Summary) error {
 	_, err := s.store.SaveSummary(ctx, history.Summary{ID: sum.ID, SessionID: sessionID, FromMessageID: sum.FromMessageID,
 		ToMessageID: sum.ToMessageID, Messages: sum.Messages, Content: sum.Content, Model: sum.Model})
 	return err

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
@@ -16,9 +17,9 @@ import (
 // client that keeps the conversation itself (the stateless chat API, the
 // OpenAI-compatible API).
 type StatelessRequest struct {
-	TenantID string                    // the caller's tenant: scopes the knowledge search
-	Mode     string                    // "" = the default mode
-	History  []pipeline.HistoryMessage // earlier turns, oldest first
+	TenantID string                 // the caller's tenant: scopes the knowledge search
+	Mode     string                 // "" = the default mode
+	History  []conversation.Message // earlier turns, oldest first
 	Question string
 	// NoStreamRetry turns mid-stream retry off (pipeline.ChatManage): the
 	// reader forwards output it cannot take back.
@@ -74,14 +75,14 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 
 // statelessHistory serves a request's own history to load_history,
 // whatever session and question it asks about.
-type statelessHistory []pipeline.HistoryMessage
+type statelessHistory []conversation.Message
 
-// Branch implements pipeline.MessageReader.
-func (h statelessHistory) Branch(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
+// Branch implements conversation.MessageReader.
+func (h statelessHistory) Branch(_ context.Context, _, _ string, limit int) ([]conversation.Message, error) {
 	if limit > 0 && len(h) > limit {
 		h = h[len(h)-limit:]
 	}
-	out := make([]pipeline.HistoryMessage, 0, len(h))
+	out := make([]conversation.Message, 0, len(h))
 	for _, m := range h {
 		if m.Status == "" {
 			m.Status = history.StatusCompleted

@@ -13,9 +13,9 @@ import (
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/history"
 	"github.com/chatpipe/chatpipe/internal/think"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // Titles configure the title a session gets after its first question.
@@ -37,7 +37,7 @@ const (
 // once the run's first token (thinking or answer) has gone out, so that
 // the title call never competes with the time to first token; a run that
 // ends before any token starts it at its end (fire).
-func (m *Manager) titleAfterFirstToken(r *Run, g *guard, t Titles, models pipeline.ModelSource, sessionID, question string) {
+func (m *Manager) titleAfterFirstToken(r *Run, g *guard, t Titles, models chatmodel.Source, sessionID, question string) {
 	var once sync.Once
 	r.startTitle = func() { once.Do(func() { m.startTitle(r.bg, t, models, sessionID, question) }) }
 	// Block starts come once per block, right before its first delta:
@@ -50,7 +50,7 @@ func (m *Manager) titleAfterFirstToken(r *Run, g *guard, t Titles, models pipeli
 // model is the demo one or fails. The title never replaces one the user
 // set (SetGeneratedTitle refuses it), and session.updated announces it on
 // the stream when it arrives before the stream ends.
-func (m *Manager) startTitle(bg *background, t Titles, models pipeline.ModelSource, sessionID, question string) {
+func (m *Manager) startTitle(bg *background, t Titles, models chatmodel.Source, sessionID, question string) {
 	bg.Go("title", func(ctx context.Context) ([]eventbus.Event, error) {
 		title, source, cause := generateTitle(ctx, t, models, question)
 		if ctx.Err() != nil {
@@ -73,7 +73,7 @@ func (m *Manager) startTitle(bg *background, t Titles, models pipeline.ModelSour
 // generateTitle asks t's model for a title. It always returns one: on
 // the demo model, no model or a failure (then cause says why) the
 // question, trimmed.
-func generateTitle(ctx context.Context, t Titles, models pipeline.ModelSource, question string) (title, source string, cause error) {
+func generateTitle(ctx context.Context, t Titles, models chatmodel.Source, question string) (title, source string, cause error) {
 	fallback := trimTitle(question, t.MaxChars)
 	if t.Model == "" {
 		return fallback, titleFallback, nil

@@ -22,8 +22,8 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/samples"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -122,7 +122,7 @@ type recall struct {
 	misses      []string
 }
 
-func measure(ctx context.Context, t *testing.T, kb sampleKB, base pipeline.SearchRequest, method string, qs []question, k int) recall {
+func measure(ctx context.Context, t *testing.T, kb sampleKB, base retrieval.SearchRequest, method string, qs []question, k int) recall {
 	t.Helper()
 	var found, foundStrict int
 	var r recall
@@ -171,10 +171,10 @@ func TestRecallAt3OfKeywordVectorAndHybridSearch(t *testing.T) {
 
 	// The weights as the search plugin sends them by default: 0 takes
 	// knowledge.search; -1 leaves a ranking out (see knowledge.Service.Search).
-	keyword := measure(ctx, t, plain, pipeline.SearchRequest{}, knowledge.MethodKeyword, qs, recallK)
-	keywordToo := measure(ctx, t, embedded, pipeline.SearchRequest{VectorWeight: -1}, knowledge.MethodKeyword, qs, recallK)
-	vector := measure(ctx, t, embedded, pipeline.SearchRequest{KeywordWeight: -1}, knowledge.MethodVector, qs, recallK)
-	hybrid := measure(ctx, t, embedded, pipeline.SearchRequest{}, knowledge.MethodHybrid, qs, recallK)
+	keyword := measure(ctx, t, plain, retrieval.SearchRequest{}, knowledge.MethodKeyword, qs, recallK)
+	keywordToo := measure(ctx, t, embedded, retrieval.SearchRequest{VectorWeight: -1}, knowledge.MethodKeyword, qs, recallK)
+	vector := measure(ctx, t, embedded, retrieval.SearchRequest{KeywordWeight: -1}, knowledge.MethodVector, qs, recallK)
+	hybrid := measure(ctx, t, embedded, retrieval.SearchRequest{}, knowledge.MethodHybrid, qs, recallK)
 
 	for _, m := range []struct {
 		name string

@@ -12,7 +12,7 @@ import (
 	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/schema"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 )
 
 // Script is what the scripted model does with one call.
@@ -147,7 +147,7 @@ func DefaultScript() Script {
 // closed reader simply stops the stream, and a cancelled context ends it
 // at the next Recv (or during a pause or hold) with the context's cause.
 //
-// A *Model is also a pipeline.ModelSource serving itself under every
+// A *Model is also a chatmodel.Source serving itself under every
 // model name, so Request{Models: model} works for any chain.
 type Model struct {
 	mu      sync.Mutex
@@ -200,9 +200,9 @@ func (m *Model) WaitCalls(ctx context.Context, n int) error {
 	}
 }
 
-// ChatModel implements pipeline.ModelSource: the model under any name.
-func (m *Model) ChatModel(name string) (*pipeline.ChatModel, error) {
-	return &pipeline.ChatModel{Name: name, Provider: "scripted", Model: m}, nil
+// ChatModel implements chatmodel.Source: the model under any name.
+func (m *Model) ChatModel(name string) (*chatmodel.Model, error) {
+	return &chatmodel.Model{Name: name, Provider: "scripted", Model: m}, nil
 }
 
 // take records a call and returns its script.
@@ -316,4 +316,4 @@ func (c Chunk) message() *schema.Message {
 var ErrScripted = errors.New("pipelinetest: scripted failure")
 
 var _ model.ToolCallingChatModel = (*Model)(nil)
-var _ pipeline.ModelSource = (*Model)(nil)
+var _ chatmodel.Source = (*Model)(nil)

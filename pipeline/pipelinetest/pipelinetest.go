@@ -25,6 +25,10 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
+	"github.com/chatpipe/chatpipe/internal/conversation"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
+	"github.com/chatpipe/chatpipe/internal/sharedcache"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -63,11 +67,11 @@ type Request struct {
 	SessionID string // "" = "session-1"
 	Query     string
 	// History is served to load_history, oldest first.
-	History []pipeline.HistoryMessage
+	History []conversation.Message
 	// Models resolves model names; a *Model serves every name.
-	Models    pipeline.ModelSource
-	Knowledge pipeline.Knowledge
-	Cache     pipeline.Cache
+	Models    chatmodel.Source
+	Knowledge retrieval.Knowledge
+	Cache     sharedcache.Store
 	// Setup, when set, adjusts the request state before the chain runs
 	// (e.g. candidates for a chain that starts at merge).
 	Setup func(cm *pipeline.ChatManage)
@@ -258,9 +262,9 @@ func (r *Recorder) Events() []eventbus.Event {
 }
 
 // history serves fixed messages to load_history.
-type history []pipeline.HistoryMessage
+type history []conversation.Message
 
-func (h history) Branch(_ context.Context, _, _ string, limit int) ([]pipeline.HistoryMessage, error) {
+func (h history) Branch(_ context.Context, _, _ string, limit int) ([]conversation.Message, error) {
 	if limit > 0 && len(h) > limit {
 		return h[len(h)-limit:], nil
 	}

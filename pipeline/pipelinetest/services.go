@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/chatpipe/chatpipe/internal/cache"
+	"github.com/chatpipe/chatpipe/internal/chatmodel"
 	"github.com/chatpipe/chatpipe/internal/llm"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
+	"github.com/chatpipe/chatpipe/internal/sharedcache"
 )
 
 // Models is a fixed set of chat models by name.
-type Models map[string]*pipeline.ChatModel
+type Models map[string]*chatmodel.Model
 
-// ChatModel implements pipeline.ModelSource, returning a copy.
-func (m Models) ChatModel(name string) (*pipeline.ChatModel, error) {
+// ChatModel implements chatmodel.Source, returning a copy.
+func (m Models) ChatModel(name string) (*chatmodel.Model, error) {
 	cm, ok := m[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", llm.ErrUnknownModel, name)
@@ -28,14 +30,14 @@ func (m Models) ChatModel(name string) (*pipeline.ChatModel, error) {
 }
 
 // Demo is chatpipe's offline demo model, streaming without delay.
-func Demo() *pipeline.ChatModel {
-	return &pipeline.ChatModel{Name: "default", Provider: "demo", Model: llm.NewDemo(0)}
+func Demo() *chatmodel.Model {
+	return &chatmodel.Model{Name: "default", Provider: "demo", Model: llm.NewDemo(0)}
 }
 
 // OpenAI is chatpipe's OpenAI-compatible client talking to baseURL (e.g.
 // a fake provider's http://127.0.0.1:port/v1), without retries, on a
 // connection pool emptied when the test ends.
-func OpenAI(t testing.TB, baseURL string) *pipeline.ChatModel {
+func OpenAI(t testing.TB, baseURL string) *chatmodel.Model {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
@@ -44,7 +46,7 @@ func OpenAI(t testing.TB, baseURL string) *pipeline.ChatModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pipeline.ChatModel{Name: "default", Provider: "openai", Model: m}
+	return &chatmodel.Model{Name: "default", Provider: "openai", Model: m}
 }
 
 // Knowledge is an in-memory knowledge base: Search returns Hits (or Err),
@@ -52,31 +54,31 @@ func OpenAI(t testing.TB, baseURL string) *pipeline.ChatModel {
 // when a document is added or deleted. Set Hits before the runs that read
 // them.
 type Knowledge struct {
-	Hits   []pipeline.SearchHit
+	Hits   []retrieval.SearchHit
 	Err    error
 	Method string // "" = keyword
 
 	mu       sync.Mutex
 	version  int64
-	requests []pipeline.SearchRequest
+	requests []retrieval.SearchRequest
 }
 
-// Search implements pipeline.Knowledge.
-func (k *Knowledge) Search(_ context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+// Search implements retrieval.Knowledge.
+func (k *Knowledge) Search(_ context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	k.mu.Lock()
 	k.requests = append(k.requests, req)
 	k.mu.Unlock()
 	if k.Err != nil {
-		return pipeline.SearchResponse{}, k.Err
+		return retrieval.SearchResponse{}, k.Err
 	}
 	method := k.Method
 	if method == "" {
 		method = "keyword"
 	}
-	return pipeline.SearchResponse{Hits: slices.Clone(k.Hits), Method: method}, nil
+	return retrieval.SearchResponse{Hits: slices.Clone(k.Hits), Method: method}, nil
 }
 
-// Version implements pipeline.Knowledge.
+// Version implements retrieval.Knowledge.
 func (k *Knowledge) Version(context.Context) (int64, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -91,22 +93,22 @@ func (k *Knowledge) Change() {
 }
 
 // Requests returns the searches so far.
-func (k *Knowledge) Requests() []pipeline.SearchRequest {
+func (k *Knowledge) Requests() []retrieval.SearchRequest {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Clone(k.requests)
 }
 
-// KnowledgeFunc adapts a search function to pipeline.Knowledge. Its
+// KnowledgeFunc adapts a search function to retrieval.Knowledge. Its
 // version never changes; use Knowledge to test invalidation.
-type KnowledgeFunc func(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error)
+type KnowledgeFunc func(ctx context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error)
 
-// Search implements pipeline.Knowledge.
-func (f KnowledgeFunc) Search(ctx context.Context, req pipeline.SearchRequest) (pipeline.SearchResponse, error) {
+// Search implements retrieval.Knowledge.
+func (f KnowledgeFunc) Search(ctx context.Context, req retrieval.SearchRequest) (retrieval.SearchResponse, error) {
 	return f(ctx, req)
 }
 
-// Version implements pipeline.Knowledge: always 0.
+// Version implements retrieval.Knowledge: always 0.
 func (f KnowledgeFunc) Version(context.Context) (int64, error) { return 0, nil }
 
 // Cache is chatpipe's memory cache (an LRU bounded in bytes) on a clock
@@ -140,7 +142,7 @@ func (c *Cache) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// Get implements pipeline.Cache.
+// Get implements sharedcache.Store.
 func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	c.mu.Lock()
 	c.gets++
@@ -148,7 +150,7 @@ func (c *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return c.mem.Get(ctx, key)
 }
 
-// Set implements pipeline.Cache.
+// Set implements sharedcache.Store.
 func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	c.mu.Lock()
 	c.sets++
@@ -167,7 +169,7 @@ func (c *Cache) Counts() (gets, sets int) {
 }
 
 var (
-	_ pipeline.Knowledge = (*Knowledge)(nil)
-	_ pipeline.Knowledge = KnowledgeFunc(nil)
-	_ pipeline.Cache     = (*Cache)(nil)
+	_ retrieval.Knowledge = (*Knowledge)(nil)
+	_ retrieval.Knowledge = KnowledgeFunc(nil)
+	_ sharedcache.Store   = (*Cache)(nil)
 )

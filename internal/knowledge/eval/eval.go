@@ -14,7 +14,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // Question is one labelled question.
@@ -64,7 +64,7 @@ func ReadQuestions(r io.Reader) ([]Question, error) {
 }
 
 // Ranking returns the chunks found for query, best first.
-type Ranking func(ctx context.Context, query string) ([]pipeline.SearchHit, error)
+type Ranking func(ctx context.Context, query string) ([]retrieval.SearchHit, error)
 
 // Metrics are the averages over the questions; each lies in 0..1.
 type Metrics struct {
@@ -129,7 +129,7 @@ type Document struct{ ID, Title string }
 
 // Documents ranks the distinct documents of hits by their best (first)
 // chunk.
-func Documents(hits []pipeline.SearchHit) []Document {
+func Documents(hits []retrieval.SearchHit) []Document {
 	seen := make(map[string]bool, len(hits))
 	var docs []Document
 	for _, h := range hits {

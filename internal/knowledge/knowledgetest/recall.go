@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // LabelledQuery is a question and the document that answers it, named by
@@ -25,7 +25,7 @@ type RecallResult struct {
 // hits belongs to the wanted document. To compare methods, vary base's
 // weights: KeywordWeight -1 is vector search alone, VectorWeight -1
 // keyword search alone (see knowledge.Service.Search).
-func Recall(ctx context.Context, kb pipeline.Knowledge, base pipeline.SearchRequest, queries []LabelledQuery, k int) (RecallResult, error) {
+func Recall(ctx context.Context, kb retrieval.Knowledge, base retrieval.SearchRequest, queries []LabelledQuery, k int) (RecallResult, error) {
 	var res RecallResult
 	if len(queries) == 0 {
 		return res, nil

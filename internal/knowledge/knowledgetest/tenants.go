@@ -10,7 +10,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
-	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
 // Two tenants, and one that owns nothing.
@@ -308,11 +308,11 @@ var tenantTests = []test{
 
 		for _, method := range []struct {
 			name string
-			req  pipeline.SearchRequest
+			req  retrieval.SearchRequest
 		}{
-			{"hybrid", pipeline.SearchRequest{}},
-			{"keyword", pipeline.SearchRequest{VectorWeight: -1}},
-			{"vector", pipeline.SearchRequest{KeywordWeight: -1}},
+			{"hybrid", retrieval.SearchRequest{}},
+			{"keyword", retrieval.SearchRequest{VectorWeight: -1}},
+			{"vector", retrieval.SearchRequest{KeywordWeight: -1}},
 		} {
 			req := method.req
 			req.Query = "where are the rocket skates stored? warehouse"

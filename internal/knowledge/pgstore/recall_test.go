@@ -12,8 +12,8 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
+	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/samples"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // TestKeywordRecallOnTheSamplesIsNearSQLites: ts_rank is not bm25, so
@@ -56,7 +56,7 @@ func TestKeywordRecallOnTheSamplesIsNearSQLites(t *testing.T) {
 		}
 		found := 0
 		for _, q := range questions {
-			resp, err := svc.Search(ctx, pipeline.SearchRequest{Query: q.Q})
+			resp, err := svc.Search(ctx, retrieval.SearchRequest{Query: q.Q})
 			if err != nil || resp.Method != knowledge.MethodKeyword {
 				t.Fatalf("%s: Search(%q) = method %q, %v", name, q.Q, resp.Method, err)
 			}
