@@ -140,8 +140,9 @@ func TestNewEmbedder(t *testing.T) {
 	if e, err := NewEmbedder(config.Embedding{}); e != nil || err != nil {
 		t.Errorf("no provider: %v, %v; want nil, nil", e, err)
 	}
-	if _, err := NewEmbedder(config.Embedding{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil {
-		t.Error("unknown provider accepted")
+	if _, err := NewEmbedder(config.Embedding{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil ||
+		err.Error() != `knowledge: unknown embedding provider "cohere" (known: openai)` {
+		t.Errorf("unknown provider: %v", err)
 	}
 	for _, base := range []string{"", "localhost:8080", "ftp://x", "http://"} {
 		if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: base, Model: "m"}); err == nil {
