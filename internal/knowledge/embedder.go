@@ -57,7 +57,11 @@ var embedders = registry.New[EmbedderFactory]("embedding provider")
 
 func init() {
 	embedders.Register("openai", func(cfg config.Embedding, client *http.Client) (embedding.Embedder, error) {
-		return NewOpenAIEmbedder(cfg, client)
+		e, err := NewOpenAIEmbedder(cfg, client)
+		if err != nil {
+			return nil, err // not a nil *OpenAIEmbedder in a non-nil interface
+		}
+		return e, nil
 	})
 }
 

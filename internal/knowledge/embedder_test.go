@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,16 @@ func TestNewEmbedder(t *testing.T) {
 	}
 	if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: "http://x/v1"}); err == nil {
 		t.Error("empty model accepted")
+	}
+}
+
+// config.Validate accepts a fixed set of embedding providers ("" is
+// none); each must be registered here and each registered one accepted.
+func TestEmbeddersRegisteredAreExactlyTheOnesConfigAccepts(t *testing.T) {
+	t.Parallel()
+	want := slices.DeleteFunc(config.Implementations("knowledge.embedding.provider"), func(s string) bool { return s == "" })
+	slices.Sort(want)
+	if got := embedders.Names(); !slices.Equal(got, want) {
+		t.Errorf("registered %v, config accepts %v", got, want)
 	}
 }

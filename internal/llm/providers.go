@@ -46,7 +46,11 @@ func newOpenAIProvider(m config.Model, opts clientOptions) (model.ToolCallingCha
 	if strings.EqualFold(m.Client, "eino") {
 		return NewEinoOpenAI(oc)
 	}
-	return NewOpenAI(oc)
+	c, err := NewOpenAI(oc)
+	if err != nil {
+		return nil, err // not a nil *OpenAI in a non-nil interface
+	}
+	return c, nil
 }
 
 // newOllamaProvider is Ollama's native API, at DefaultOllamaURL unless
@@ -56,6 +60,10 @@ func newOllamaProvider(m config.Model, opts clientOptions) (model.ToolCallingCha
 	if base == "" {
 		base = DefaultOllamaURL
 	}
-	return NewOllama(OllamaConfig{BaseURL: base, Model: m.Model, Thinking: m.Thinking,
+	c, err := NewOllama(OllamaConfig{BaseURL: base, Model: m.Model, Thinking: m.Thinking,
 		Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: opts.HeaderTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
