@@ -17,6 +17,8 @@ var ErrUnknownMode = errors.New("no such chat mode")
 
 // Accepted values. They are sets that grow as implementations land (redis
 // for stream_store, postgres for storage.driver); error messages list them.
+// The implementations are registered by these names elsewhere (see
+// Implementations); internal/app's tests keep the two equal.
 var (
 	streamStores       = []string{"memory", "redis"}
 	storageDrivers     = []string{"sqlite", "postgres"}
@@ -25,6 +27,22 @@ var (
 	logLevels          = []string{"debug", "info", "warn", "error"}
 	logFormats         = []string{"json", "console"}
 )
+
+// Implementations returns the values Validate accepts for a key that
+// chooses an implementation by name (stream_store, storage.driver,
+// knowledge.embedding.provider, where "" means none), or nil for any other
+// key. The registries that build them check against it.
+func Implementations(key string) []string {
+	switch key {
+	case "stream_store":
+		return slices.Clone(streamStores)
+	case "storage.driver":
+		return slices.Clone(storageDrivers)
+	case "knowledge.embedding.provider":
+		return slices.Clone(embeddingProviders)
+	}
+	return nil
+}
 
 // minHeartbeat keeps heartbeats from flooding clients and proxies.
 const minHeartbeat = time.Second

@@ -168,13 +168,3 @@ type trimmed struct {
 
 func (t trimmed) Error() string { return t.msg }
 func (t trimmed) Unwrap() error { return t.err }
-
-// unknownPlugin is the error for a plugin name nothing registered.
-func unknownPlugin(key, name string) error {
-	known := Registered()
-	msg := fmt.Sprintf("unknown plugin %q (known: %s", name, strings.Join(known, ", "))
-	if near := suggest.Closest(name, known); near != "" {
-		msg += fmt.Sprintf("; did you mean %q?", near)
-	}
-	return &KeyError{Key: key, Err: errors.New(msg + ")")}
-}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"hash"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/chatpipe/chatpipe/internal/registry"
 )
 
 // Factory builds a plugin from its config section.
@@ -41,48 +41,21 @@ type PluginConfig struct {
 // keys are an error that names them, so typos never pass silently.
 func (c PluginConfig) Decode(into any) error { return DecodeSection(c.Key, c.Raw, into) }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
-)
+// factories build the plugins, by the name a mode's list in config.yaml uses.
+var factories = registry.New[Factory]("plugin")
 
 // Register makes a plugin available under name; call it from an init
 // function. Registering a name twice panics, as it is a programming error.
-func Register(name string, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("pipeline: plugin registered twice: " + name)
-	}
-	registry[name] = f
-}
+func Register(name string, f Factory) { factories.Register(name, f) }
 
 // Registered lists the registered plugin names, sorted.
-func Registered() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func registered(name string) bool {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	_, ok := registry[name]
-	return ok
-}
+func Registered() []string { return factories.Names() }
 
 // NewPlugin builds the plugin registered under cfg.Name.
 func NewPlugin(cfg PluginConfig) (Plugin, error) {
-	registryMu.RLock()
-	f, ok := registry[cfg.Name]
-	registryMu.RUnlock()
-	if !ok {
-		return nil, unknownPlugin(cfg.Key, cfg.Name)
+	f, err := factories.Get(cfg.Name)
+	if err != nil {
+		return nil, &KeyError{Key: cfg.Key, Err: err}
 	}
 	p, err := f(cfg)
 	if err != nil {
@@ -146,8 +119,8 @@ func build(mode string, entries []ChainEntry, sections map[string]map[string]any
 	plugins := make([]Plugin, 0, len(entries))
 	for i, e := range entries {
 		key := fmt.Sprintf("pipelines.%s[%d]", mode, i)
-		if !registered(e.Name) {
-			return nil, unknownPlugin(key, e.Name) // the list names it: say where in the list
+		if _, ok := factories.Lookup(e.Name); !ok { // the list names it: say where in the list
+			return nil, &KeyError{Key: key, Err: factories.Unknown(e.Name)}
 		}
 		if len(e.Overrides) == 0 {
 			key = "plugins." + e.Name

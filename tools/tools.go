@@ -14,15 +14,14 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cloudwego/eino/schema"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/conversation"
+	"github.com/chatpipe/chatpipe/internal/registry"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -99,10 +98,8 @@ type Config struct {
 // already set) from the settings; unknown keys are an error naming them.
 func (c Config) Decode(into any) error { return pipeline.DecodeSection(c.Key, c.Raw, into) }
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
-)
+// factories build the tools, by the name agent_loop's tools list uses.
+var factories = registry.New[Factory]("tool")
 
 // validName is what OpenAI-compatible APIs accept as a function name.
 var validName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
@@ -114,25 +111,11 @@ func Register(name string, f Factory) {
 	if !validName.MatchString(name) {
 		panic("tools: invalid tool name " + name)
 	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("tools: tool registered twice: " + name)
-	}
-	registry[name] = f
+	factories.Register(name, f)
 }
 
 // Registered lists the registered tool names, sorted.
-func Registered() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Registered() []string { return factories.Names() }
 
 // Configured is a tool as a mode offers it.
 type Configured struct {
@@ -207,12 +190,9 @@ func build(name, mode, key string, raw map[string]any, defaults Common, sections
 	if _, _, remote := SplitRemoteName(name); remote {
 		return buildRemote(name, key, common, commonRaw, own)
 	}
-	registryMu.RLock()
-	f, ok := registry[name]
-	registryMu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%s: unknown tool %q (registered: %s)",
-			key, name, strings.Join(Registered(), ", "))
+	f, err := factories.Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	t, err := f(Config{Name: name, Mode: mode, Key: key, Raw: own, Sections: sections})
 	if err != nil {

@@ -77,7 +77,8 @@ func TestBuildErrorsNameTheEntry(t *testing.T) {
 		entries []any
 		want    string
 	}{
-		{[]any{"nope"}, `key[0] (nope): unknown tool "nope" (registered: echo, fetch_document, knowledge_search, misnamed)`},
+		{[]any{"nope"}, `key[0] (nope): unknown tool "nope" (known: echo, fetch_document, knowledge_search, misnamed)`},
+		{[]any{"fetch_documnet"}, `key[0] (fetch_documnet): unknown tool "fetch_documnet" (known: echo, fetch_document, knowledge_search, misnamed; did you mean "fetch_document"?)`},
 		{[]any{""}, "key[0]: empty tool name"},
 		{[]any{42}, "key[0]: want a tool name or {name: {settings}}, got int"},
 		{[]any{map[string]any{"a": nil, "b": nil}}, "a mapping with 2 keys"},

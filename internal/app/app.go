@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudwego/eino/components/embedding"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -29,12 +28,8 @@ import (
 	"github.com/chatpipe/chatpipe/internal/cache"
 	"github.com/chatpipe/chatpipe/internal/cluster"
 	"github.com/chatpipe/chatpipe/internal/history"
-	"github.com/chatpipe/chatpipe/internal/history/pgstore"
-	"github.com/chatpipe/chatpipe/internal/history/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/jobs"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
-	kpgstore "github.com/chatpipe/chatpipe/internal/knowledge/pgstore"
-	ksqlite "github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/metrics"
@@ -238,23 +233,13 @@ func NewLogger(cfg config.Log) (*zap.Logger, *zap.AtomicLevel, error) {
 	return log, &level, nil
 }
 
+// openHistory opens the history store storage.driver names (stores.go).
 func openHistory(ctx context.Context, cfg *config.Config) (history.Store, error) {
-	switch cfg.Storage.Driver {
-	case "sqlite":
-		s, err := sqlitestore.Open(ctx, cfg.Storage.SQLite.Path)
-		if err != nil {
-			return nil, fmt.Errorf("storage.sqlite.path: %w", err)
-		}
-		return s, nil
-	case "postgres":
-		s, err := pgstore.Open(ctx, cfg.Postgres.DSN, pgstore.Options{MaxConns: int32(cfg.Postgres.MaxConns)})
-		if err != nil {
-			return nil, fmt.Errorf("postgres.dsn: %w", err)
-		}
-		return s, nil
-	default:
-		return nil, fmt.Errorf("storage.driver: unknown driver %q", cfg.Storage.Driver)
+	open, err := historyStores.Get(cfg.Storage.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("storage.driver: %w", err)
 	}
+	return open(ctx, cfg)
 }
 
 // openKnowledge opens the knowledge base, loads the sample documents
@@ -284,71 +269,39 @@ func (a *App) openKnowledge(ctx context.Context, cfg *config.Config) (*knowledge
 // ingest) must not take over the processing documents of a running
 // server. httpClient nil is http.DefaultClient's transport.
 func OpenKnowledge(ctx context.Context, cfg *config.Config, logger *zap.Logger, httpClient *http.Client) (*knowledge.Service, error) {
-	var store knowledge.Store
-	var err error
-	if cfg.Storage.Driver == "postgres" {
-		var ps *kpgstore.Store
-		ps, err = kpgstore.Open(ctx, cfg.Postgres.DSN, kpgstore.Options{
-			MaxConns:   int32(cfg.Postgres.MaxConns),
-			NoPgvector: cfg.Postgres.Pgvector == "off",
-			EfSearch:   cfg.Postgres.HNSWEfSearch,
-		})
-		if err == nil {
-			logger.Info("knowledge: vector search via " + ps.VectorSearchBackend())
-			store = ps
-		}
-	} else {
-		store, err = ksqlite.Open(ctx, cfg.Storage.SQLite.Path)
+	openStore, err := knowledgeStores.Get(cfg.Storage.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("storage.driver: %w", err)
 	}
+	store, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: %w", err)
 	}
-	var emb embedding.Embedder
-	if cfg.Knowledge.Embedding.Provider != "" {
-		e, err := knowledge.NewOpenAIEmbedder(cfg.Knowledge.Embedding, httpClient)
-		if err != nil {
-			_ = store.Close()
-			return nil, fmt.Errorf("knowledge.embedding: %w", err)
-		}
-		emb = e
+	emb, err := knowledge.NewEmbedderWithClient(cfg.Knowledge.Embedding, httpClient)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("knowledge.embedding: %w", err)
 	}
 	return knowledge.NewService(store, emb, cfg.Knowledge, logger), nil
 }
 
-// openStreams opens the stream store: memory for one server; for
-// replicas, memory for this replica's own readers tiered over Redis for
-// everyone's, plus the cluster coordinator for stop and liveness.
+// openStreams opens the stream store stream_store names (stores.go) over
+// this process's memory store, which holds the streams it generates.
 func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
+	open, err := streamStores.Get(cfg.StreamStore)
+	if err != nil {
+		return fmt.Errorf("stream_store: %w", err)
+	}
 	a.localStreams = stream.NewMemory(stream.MemoryOptions{
 		MaxEvents:     cfg.Stream.MaxEvents,
 		MaxBytes:      cfg.Stream.MaxBytes,
 		MaxTotalBytes: cfg.Stream.MemoryMaxBytes,
 		Retention:     cfg.Stream.Retention,
 	})
-	if cfg.StreamStore != "redis" {
-		a.streams = a.localStreams
-		return nil
-	}
-	routeRedisLogs(a.log)
-	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
-	if err != nil {
+	if a.streams, err = open(a, ctx, cfg); err != nil {
 		_ = a.localStreams.Close()
-		return fmt.Errorf("redis.addr: %w", err)
+		return err
 	}
-	a.redis = rs
-	a.streams = stream.NewTiered(a.localStreams, rs)
-	a.cluster = cluster.New(cluster.Options{
-		Client:   rs.Client(),
-		Prefix:   cfg.Redis.KeyPrefix,
-		LeaseTTL: cfg.Redis.LeaseTTL,
-		Logger:   a.log,
-		OnLost: func(ctx context.Context, streamID string) {
-			<-a.started // a.runs is set before the first lost generation can be handled
-			if err := a.runs.EndLost(ctx, rs, streamID); err != nil {
-				a.log.Error("ending a lost generation failed", zap.String("stream_id", streamID), zap.Error(err))
-			}
-		},
-	})
 	return nil
 }
 

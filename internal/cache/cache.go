@@ -11,6 +11,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/registry"
 	"github.com/chatpipe/chatpipe/internal/sharedcache"
 )
 
@@ -31,14 +32,26 @@ var ErrTooLarge = errors.New("cache: value larger than the store's budget")
 // streams and should share answers too; otherwise memory with the budget
 // plugins.response_cache.max_bytes. Both are read at start only.
 func Open(cfg *config.Config) (Store, error) {
-	if cfg.StreamStore == "redis" {
-		return NewRedis(cfg.Redis), nil
-	}
-	budget, err := MemoryBudget(cfg.Plugins)
+	open, err := stores.Get(cfg.StreamStore)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("stream_store: %w", err)
 	}
-	return NewMemory(MemoryOptions{MaxBytes: budget}), nil
+	return open(cfg)
+}
+
+// stores are the cache stores, by the value of `stream_store` they go
+// with.
+var stores = registry.New[func(cfg *config.Config) (Store, error)]("stream store")
+
+func init() {
+	stores.Register("memory", func(cfg *config.Config) (Store, error) {
+		budget, err := MemoryBudget(cfg.Plugins)
+		if err != nil {
+			return nil, err
+		}
+		return NewMemory(MemoryOptions{MaxBytes: budget}), nil
+	})
+	stores.Register("redis", func(cfg *config.Config) (Store, error) { return NewRedis(cfg.Redis), nil })
 }
 
 // MemoryBudget reads plugins.response_cache.max_bytes from the plugin

@@ -236,6 +236,11 @@ func TestOpenChoosesTheStoreAndReadsTheBudget(t *testing.T) {
 	}
 	_ = s.Close()
 
+	cfg.StreamStore = "kafka"
+	if _, err := cache.Open(cfg); err == nil || err.Error() != `stream_store: unknown stream store "kafka" (known: memory, redis)` {
+		t.Errorf("an unknown stream store: %v", err)
+	}
+
 	cfg.StreamStore = "memory"
 	cfg.Plugins = map[string]map[string]any{"response_cache": {"max_bytes": "lots"}}
 	if _, err := cache.Open(cfg); err == nil || !strings.Contains(err.Error(), "plugins.response_cache.max_bytes") {

@@ -8,10 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/registry"
 )
 
 // Command is one subcommand.
@@ -26,33 +26,22 @@ type Command struct {
 // ErrUsage reports bad arguments; the command has printed its usage.
 var ErrUsage = flag.ErrHelp
 
-var commands = map[string]Command{}
+// commands are the subcommands, by the name typed after `chatpipe`.
+var commands = registry.New[Command]("command")
 
 // Register adds a command; it panics on a duplicate name (a programming
 // error found at start).
-func Register(c Command) {
-	if _, dup := commands[c.Name]; dup {
-		panic("cli: command registered twice: " + c.Name)
-	}
-	commands[c.Name] = c
-}
+func Register(c Command) { commands.Register(c.Name, c) }
 
 // Lookup returns the command called name.
-func Lookup(name string) (Command, bool) {
-	c, ok := commands[name]
-	return c, ok
-}
+func Lookup(name string) (Command, bool) { return commands.Lookup(name) }
 
 // Help lists the commands, one a line.
 func Help(w io.Writer) {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(w, "usage: chatpipe [-config FILE]          serve (the default)")
-	for _, n := range names {
-		fmt.Fprintf(w, "       chatpipe %-25s %s\n", n+" ...", commands[n].Summary)
+	for _, n := range commands.Names() {
+		c, _ := commands.Lookup(n)
+		fmt.Fprintf(w, "       chatpipe %-25s %s\n", n+" ...", c.Summary)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/registry"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
 )
 
@@ -47,17 +48,40 @@ type OpenAIEmbedder struct {
 	header     http.Header
 }
 
+// EmbedderFactory builds the embedder of `knowledge.embedding`; client
+// sends its requests (nil = http.DefaultClient).
+type EmbedderFactory func(cfg config.Embedding, client *http.Client) (embedding.Embedder, error)
+
+// embedders are the embedders, by the value of `knowledge.embedding.provider`.
+var embedders = registry.New[EmbedderFactory]("embedding provider")
+
+func init() {
+	embedders.Register("openai", func(cfg config.Embedding, client *http.Client) (embedding.Embedder, error) {
+		e, err := NewOpenAIEmbedder(cfg, client)
+		if err != nil {
+			return nil, err // not a nil *OpenAIEmbedder in a non-nil interface
+		}
+		return e, nil
+	})
+}
+
 // NewEmbedder returns the embedder cfg configures, or nil (and no error)
 // when cfg.Provider is empty: search is then keyword-only.
 func NewEmbedder(cfg config.Embedding) (embedding.Embedder, error) {
-	switch cfg.Provider {
-	case "":
+	return NewEmbedderWithClient(cfg, nil)
+}
+
+// NewEmbedderWithClient is NewEmbedder with the HTTP client its requests
+// go through (nil = http.DefaultClient).
+func NewEmbedderWithClient(cfg config.Embedding, client *http.Client) (embedding.Embedder, error) {
+	if cfg.Provider == "" {
 		return nil, nil
-	case "openai":
-		return NewOpenAIEmbedder(cfg, nil)
-	default:
-		return nil, fmt.Errorf("knowledge: embedding provider %q is not supported (use openai)", cfg.Provider)
 	}
+	newEmbedder, err := embedders.Get(cfg.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: %w", err)
+	}
+	return newEmbedder(cfg, client)
 }
 
 // NewOpenAIEmbedder returns a client for cfg's base URL, model, key,

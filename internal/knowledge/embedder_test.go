@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,8 +141,9 @@ func TestNewEmbedder(t *testing.T) {
 	if e, err := NewEmbedder(config.Embedding{}); e != nil || err != nil {
 		t.Errorf("no provider: %v, %v; want nil, nil", e, err)
 	}
-	if _, err := NewEmbedder(config.Embedding{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil {
-		t.Error("unknown provider accepted")
+	if _, err := NewEmbedder(config.Embedding{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil ||
+		err.Error() != `knowledge: unknown embedding provider "cohere" (known: openai)` {
+		t.Errorf("unknown provider: %v", err)
 	}
 	for _, base := range []string{"", "localhost:8080", "ftp://x", "http://"} {
 		if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: base, Model: "m"}); err == nil {
@@ -150,5 +152,16 @@ func TestNewEmbedder(t *testing.T) {
 	}
 	if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: "http://x/v1"}); err == nil {
 		t.Error("empty model accepted")
+	}
+}
+
+// config.Validate accepts a fixed set of embedding providers ("" is
+// none); each must be registered here and each registered one accepted.
+func TestEmbeddersRegisteredAreExactlyTheOnesConfigAccepts(t *testing.T) {
+	t.Parallel()
+	want := slices.DeleteFunc(config.Implementations("knowledge.embedding.provider"), func(s string) bool { return s == "" })
+	slices.Sort(want)
+	if got := embedders.Names(); !slices.Equal(got, want) {
+		t.Errorf("registered %v, config accepts %v", got, want)
 	}
 }

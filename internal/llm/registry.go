@@ -87,12 +87,14 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.M
 		return nil, fmt.Errorf("models: a model has an empty name")
 	}
 	provider := strings.ToLower(strings.TrimSpace(m.Provider))
-	switch provider {
-	case "demo", "openai", "ollama":
-	case "":
-		return nil, fmt.Errorf("%s.provider: required (want demo, openai or ollama)", key)
-	default:
-		return nil, fmt.Errorf("%s.provider: unknown provider %q (want demo, openai or ollama)", key, m.Provider)
+	if provider == "" {
+		return nil, fmt.Errorf("%s.provider: required (want one of: %s)", key, strings.Join(providers.Names(), ", "))
+	}
+	newClient, ok := providers.Lookup(provider)
+	if !ok {
+		unknown := providers.Unknown(provider)
+		unknown.Name = m.Provider // as written
+		return nil, fmt.Errorf("%s.provider: %w", key, unknown)
 	}
 	if err := checkCommon(key, provider, m); err != nil {
 		return nil, err
@@ -115,25 +117,7 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.M
 	}
 
 	var err error
-	switch provider {
-	case "demo":
-		cm.Model = NewDemo(m.ChunkDelay)
-	case "openai":
-		oc := OpenAIConfig{BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Model, Temperature: m.Temperature,
-			MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: timeout}
-		if strings.EqualFold(m.Client, "eino") {
-			cm.Model, err = NewEinoOpenAI(oc)
-		} else {
-			cm.Model, err = NewOpenAI(oc)
-		}
-	case "ollama":
-		base := m.BaseURL
-		if base == "" {
-			base = DefaultOllamaURL
-		}
-		cm.Model, err = NewOllama(OllamaConfig{BaseURL: base, Model: m.Model, Thinking: m.Thinking,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: timeout})
-	}
+	cm.Model, err = newClient(m, clientOptions{HTTPClient: opts.HTTPClient, HeaderTimeout: timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}

@@ -28,8 +28,10 @@ func TestRegistryRejectsBadEntries(t *testing.T) {
 		want  string
 	}{
 		{"unknown provider", config.Model{Provider: "fo"},
-			`models.x.provider: unknown provider "fo" (want demo, openai or ollama)`},
-		{"missing provider", config.Model{}, `models.x.provider: required (want demo, openai or ollama)`},
+			`models.x.provider: unknown provider "fo" (known: demo, ollama, openai)`},
+		{"misspelt provider", config.Model{Provider: " OLAMA"},
+			`models.x.provider: unknown provider " OLAMA" (known: demo, ollama, openai; did you mean "ollama"?)`},
+		{"missing provider", config.Model{}, `models.x.provider: required (want one of: demo, ollama, openai)`},
 		{"openai without base_url", openai(func(m *config.Model) { m.BaseURL = "" }),
 			"models.x.base_url: required for provider openai"},
 		{"base_url not http", openai(func(m *config.Model) { m.BaseURL = "ftp://host/v1" }),
