@@ -98,3 +98,24 @@ func TestOriginEmitterNestsHopsAndClosesOpenBlocks(t *testing.T) {
 		t.Fatalf("closing events = %v", tail)
 	}
 }
+
+// A sub-researcher cut off in the middle of tagged thinking (its budget,
+// its timeout) ends it as every other ending does: "</think>" first.
+func TestOriginEmitterClosesTaggedThinkingWithItsTag(t *testing.T) {
+	var got []eventbus.Event
+	rec := eventbus.EmitterFunc(func(ev eventbus.Event) { got = append(got, ev) })
+	sub := newOriginEmitter(rec, &research{}, eventbus.Hop{Agent: AgentSub, ID: "sub1", Index: 1})
+	sub.Emit(eventbus.Event{Type: eventbus.TypeThinkingStart})
+	sub.Emit(eventbus.Delta(eventbus.TypeThinkingDelta, "<think>weighing"))
+	sub.closeOpen()
+	tail := got[2:]
+	if len(tail) != 2 || tail[0].Type != eventbus.TypeThinkingDelta || tail[0].Text != "</think>" ||
+		tail[1].Type != eventbus.TypeThinkingEnd {
+		t.Fatalf("closing events = %+v, want </think> then thinking.end", tail)
+	}
+	for _, ev := range tail {
+		if len(ev.Origin) != 1 || ev.Origin[0].ID != "sub1" {
+			t.Fatalf("closing event %s has origin %+v", ev.Type, ev.Origin)
+		}
+	}
+}

@@ -208,9 +208,9 @@ func formatSources(refs []eventbus.Reference) string {
 // (its hops before any the event already has, so nested subagents add
 // hops) and passes it on, and it keeps what the research needs from the
 // subagent's own events — its answer text, its references, its usage,
-// the tokens it streamed — and which of its blocks are open, so that they
-// are closed when it ends however it ends. Safe for concurrent use; each
-// subagent's events stay in their order.
+// the tokens it streamed — and which of its blocks are open (its nested
+// subagents' too), so that they are closed when it ends however it ends.
+// Safe for concurrent use; each subagent's events stay in their order.
 type originEmitter struct {
 	out  eventbus.Emitter
 	hops []eventbus.Hop
@@ -225,9 +225,7 @@ type originEmitter struct {
 	refs     []eventbus.Reference
 	streamed tokens.Counter
 	overrun  bool
-	thinking bool
-	answerOn bool
-	tools    []string // tool calls started and not ended
+	open     eventbus.OpenBlocks // tracked before the origin is stamped
 }
 
 func newOriginEmitter(out eventbus.Emitter, st *research, hops ...eventbus.Hop) *originEmitter {
@@ -238,6 +236,7 @@ func newOriginEmitter(out eventbus.Emitter, st *research, hops ...eventbus.Hop) 
 func (e *originEmitter) Emit(ev eventbus.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.open.Track(&ev)
 	if ev.IsSub() {
 		ev.Origin = append(e.hops, ev.Origin...) // hops is clipped: this copies
 	} else {
@@ -251,24 +250,8 @@ func (e *originEmitter) Emit(ev eventbus.Event) {
 // events; e.mu is held.
 func (e *originEmitter) keep(ev *eventbus.Event) {
 	switch ev.Type {
-	case eventbus.TypeThinkingStart:
-		e.thinking = true
-	case eventbus.TypeThinkingEnd:
-		e.thinking = false
-	case eventbus.TypeAnswerStart:
-		e.answerOn = true
-	case eventbus.TypeAnswerEnd:
-		e.answerOn = false
 	case eventbus.TypeAnswerDelta:
 		e.answer.WriteString(ev.Text)
-	case eventbus.TypeToolCallStart:
-		if tc, ok := ev.Payload.(eventbus.ToolCall); ok {
-			e.tools = append(e.tools, tc.ToolCallID)
-		}
-	case eventbus.TypeToolCallEnd:
-		if tc, ok := ev.Payload.(eventbus.ToolCall); ok {
-			e.tools = slices.DeleteFunc(e.tools, func(id string) bool { return id == tc.ToolCallID })
-		}
 	case eventbus.TypeReferences:
 		if r, ok := ev.Payload.(eventbus.References); ok {
 			e.refs = r.Items
@@ -295,19 +278,11 @@ func (e *originEmitter) keep(ev *eventbus.Event) {
 }
 
 // closeOpen ends the subagent's blocks still open (a call stopped in the
-// middle of a tool call's arguments leaves that call open).
+// middle of a tool call's arguments leaves that call open), by the rules
+// every ending follows (a tagged thinking block gets its </think>).
 func (e *originEmitter) closeOpen() {
 	e.mu.Lock()
-	var evs []eventbus.Event
-	if e.thinking {
-		evs = append(evs, eventbus.Event{Type: eventbus.TypeThinkingEnd})
-	}
-	if e.answerOn {
-		evs = append(evs, eventbus.Event{Type: eventbus.TypeAnswerEnd})
-	}
-	for _, id := range e.tools {
-		evs = append(evs, eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
-	}
+	evs := e.open.Close()
 	e.mu.Unlock()
 	for _, ev := range evs {
 		e.Emit(ev)

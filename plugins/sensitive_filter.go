@@ -224,29 +224,21 @@ func checkText(m *matcher, text string) (string, bool) {
 	return out + rest, blocked
 }
 
-// thinkOpenTag and thinkCloseTag delimit thinking when think_tags is on;
-// they pass the filter untouched, and the run's guard recognises them.
-const (
-	thinkOpenTag  = "<think>"
-	thinkCloseTag = "</think>"
-)
-
 // outputFilter is the emitter sensitive_filter puts in front of the rest
 // of the chain: it filters thinking and answer deltas and, once a stop
-// word is found, closes the open block, cancels the rest of the chain and
-// drops its further output.
+// word is found, closes the open blocks, cancels the rest of the chain and
+// drops its further output. Think tags (eventbus.ThinkOpenTag and
+// ThinkCloseTag) pass the filter untouched.
 type outputFilter struct {
 	inner  eventbus.Emitter
 	cancel context.CancelCauseFunc
 
-	mu             sync.Mutex
-	answer         scanner
-	thinking       scanner
-	thinkingOpen   bool
-	thinkingTagged bool // the thinking block opened with <think>
-	thinkingFirst  bool // the next thinking delta is the block's first
-	answerOpen     bool
-	stopped        bool
+	mu            sync.Mutex
+	answer        scanner
+	thinking      scanner
+	thinkingFirst bool                // the next thinking delta is the block's first
+	open          eventbus.OpenBlocks // the blocks of what was passed on
+	stopped       bool
 }
 
 // Emit implements eventbus.Emitter.
@@ -264,12 +256,12 @@ func (f *outputFilter) Emit(ev eventbus.Event) {
 	case eventbus.TypeThinkingDelta:
 		f.flush(&f.answer, eventbus.TypeAnswerDelta)
 		switch {
-		case ev.Text == thinkCloseTag:
+		case ev.Text == eventbus.ThinkCloseTag:
 			f.flush(&f.thinking, eventbus.TypeThinkingDelta)
 			f.passThrough(ev)
-		case f.thinkingFirst && strings.HasPrefix(ev.Text, thinkOpenTag):
-			f.thinkingFirst, f.thinkingTagged = false, true
-			f.write(&f.thinking, ev, thinkOpenTag, ev.Text[len(thinkOpenTag):])
+		case f.thinkingFirst && strings.HasPrefix(ev.Text, eventbus.ThinkOpenTag):
+			f.thinkingFirst = false
+			f.write(&f.thinking, ev, eventbus.ThinkOpenTag, ev.Text[len(eventbus.ThinkOpenTag):])
 		default:
 			f.thinkingFirst = false
 			f.write(&f.thinking, ev, "", ev.Text)
@@ -281,15 +273,8 @@ func (f *outputFilter) Emit(ev eventbus.Event) {
 			f.afterStop(ev)
 			return
 		}
-		switch ev.Type {
-		case eventbus.TypeThinkingStart:
-			f.thinkingOpen, f.thinkingFirst, f.thinkingTagged = true, true, false
-		case eventbus.TypeThinkingEnd:
-			f.thinkingOpen = false
-		case eventbus.TypeAnswerStart:
-			f.answerOpen = true
-		case eventbus.TypeAnswerEnd:
-			f.answerOpen = false
+		if ev.Type == eventbus.TypeThinkingStart {
+			f.thinkingFirst = true
 		}
 		f.passThrough(ev)
 	}
@@ -301,7 +286,7 @@ func (f *outputFilter) write(s *scanner, ev eventbus.Event, prefix, text string)
 	out, blocked := s.write(text)
 	if out = prefix + out; out != "" {
 		ev.Text = out
-		f.inner.Emit(ev)
+		f.passThrough(ev)
 	}
 	if blocked {
 		f.stop()
@@ -315,29 +300,26 @@ func (f *outputFilter) flush(s *scanner, t eventbus.Type) {
 	}
 	out, blocked := s.flush()
 	if out != "" {
-		f.inner.Emit(eventbus.Delta(t, out))
+		f.passThrough(eventbus.Delta(t, out))
 	}
 	if blocked {
 		f.stop()
 	}
 }
 
-func (f *outputFilter) passThrough(ev eventbus.Event) { f.inner.Emit(ev) }
+// passThrough emits ev, noting the blocks it opens or closes.
+func (f *outputFilter) passThrough(ev eventbus.Event) {
+	f.open.Track(&ev)
+	f.inner.Emit(ev)
+}
 
-// stop ends the output: the open block is closed as the client expects
-// it, and the rest of the chain is cancelled.
+// stop ends the output: the open blocks are closed as the client expects
+// them (the tool calls too: their further events are dropped), and the
+// rest of the chain is cancelled.
 func (f *outputFilter) stop() {
 	f.stopped = true
-	if f.thinkingOpen {
-		if f.thinkingTagged {
-			f.inner.Emit(eventbus.Delta(eventbus.TypeThinkingDelta, thinkCloseTag))
-		}
-		f.inner.Emit(eventbus.Event{Type: eventbus.TypeThinkingEnd})
-		f.thinkingOpen = false
-	}
-	if f.answerOpen {
-		f.inner.Emit(eventbus.Event{Type: eventbus.TypeAnswerEnd})
-		f.answerOpen = false
+	for _, ev := range f.open.Close() {
+		f.inner.Emit(ev)
 	}
 	f.cancel(ErrContentFiltered)
 }

@@ -356,6 +356,61 @@ func TestReplicaKilledMidThinkingEndsBalanced(t *testing.T) {
 	}
 }
 
+// A research answer whose replica is killed while its three
+// sub-researchers are thinking: the other replica closes each
+// sub-researcher's thinking (</think>, thinking.end, with its origin)
+// before the error and stream.finished, as the sub-researchers' runner
+// would have done.
+func TestReplicaKilledMidResearchClosesTheSubResearchersBlocks(t *testing.T) {
+	r, provider := startKillableReplica(t)
+	b := r.b
+	gate := providertest.NewGate()
+	defer gate.Release()
+	provider.SetResponder(func(req providertest.Request) providertest.Script {
+		if user, _ := lastUser(req); strings.Contains(user, "Plan the research") {
+			return providertest.Script{Chunks: providertest.Answer("1. Where?\n2. When?\n3. Why?", 3)}
+		}
+		return providertest.Script{Chunks: providertest.ReasoningContent("weighing the sources one by one", 4), Hold: gate, HoldAfter: 2}
+	})
+	session := b.createResearchSession()
+	s := openURL(t, r.a, r.base, session)
+	id := s.resp.Header.Get("X-Message-Id")
+	onB := b.open("GET", "/api/v1/streams/"+id+"?after=0", "")
+	thinking := map[string]bool{}
+	before := onB.until(func(e event) bool {
+		if e.Type == eventbus.TypeThinkingDelta && strings.HasPrefix(origin(e), "sub:") {
+			thinking[origin(e)] = true
+		}
+		return len(thinking) == 3
+	})
+
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	rest := onB.all()
+	if fin := finished(t, rest); fin.Reason != "generator_lost" {
+		t.Fatalf("finished = %+v", fin)
+	}
+	const ending = "thinking.delta thinking.end thinking.delta thinking.end thinking.delta thinking.end error stream.finished"
+	if got := strings.Join(types(rest), " "); !strings.HasSuffix(got, ending) {
+		t.Fatalf("ending = %v, want each sub-researcher's </think> and thinking.end, then error, stream.finished", got)
+	}
+	for o, evs := range byOrigin(append(before, rest...)) {
+		if !strings.HasPrefix(o, "sub:") {
+			continue
+		}
+		if thought := text(evs, eventbus.TypeThinkingDelta); !strings.HasPrefix(thought, "<think>") || !strings.HasSuffix(thought, "</think>") {
+			t.Errorf("%s thinking on the wire = %q, want it wrapped in <think>…</think>", o, thought)
+		}
+		if last := evs[len(evs)-1]; last.Type != eventbus.TypeThinkingEnd {
+			t.Errorf("%s ends with %s, want thinking.end", o, last.Type)
+		}
+	}
+	if msg := b.message(session, id); msg.Status != "failed" {
+		t.Errorf("saved = %+v, want failed", msg)
+	}
+}
+
 func waitReady(t *testing.T, client *http.Client, base string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -12,7 +11,9 @@ import (
 // well-formed whatever the plugins do: stream.finished is emitted only by
 // the run (and exactly once), nothing follows it, and blocks a plugin left
 // open (thinking, answer, tool calls) are closed before the end — with a
-// closing </think> when the thinking block was opened with a tag.
+// closing </think> when the thinking block was opened with a tag — by the
+// rules of eventbus.OpenBlocks, which ending a lost stream (EndLost)
+// follows too, so a stream ends balanced whichever replica ends it.
 //
 // It is also where errors become user-visible: every error message and
 // stage detail passes through the configuration's redactor here, before
@@ -23,7 +24,7 @@ type guard struct {
 	mu       sync.Mutex
 	bus      *eventbus.Bus
 	finished bool
-	open     openBlocks
+	open     eventbus.OpenBlocks // what the stream's events left open, subagents' included
 	// model, when set, places every event with this model: one guard per
 	// model answering side by side, each keeping its own blocks balanced.
 	model string
@@ -42,7 +43,7 @@ func (g *guard) Emit(ev eventbus.Event) {
 	if g.finished || ev.Type == eventbus.TypeStreamFinished || ev.Type == eventbus.TypeResyncRequired {
 		return
 	}
-	g.open.track(&ev)
+	g.open.Track(&ev)
 	g.emit(ev)
 }
 
@@ -70,77 +71,6 @@ func (g *guard) emit(ev eventbus.Event) {
 	g.bus.Emit(ev)
 }
 
-// openBlocks follows which blocks of a stream are open. The guard feeds it
-// every event it passes on; ending a lost stream (EndLost) feeds it the
-// stream's log. Both then close what is open with the same events, so a
-// stream ends balanced whichever replica ends it.
-type openBlocks struct {
-	thinking  int // 0 closed, 1 open, 2 open with a <think> tag
-	thinkSeen bool
-	answer    bool
-	tools     []string // open tool calls, in the order they started
-}
-
-func (o *openBlocks) track(ev *eventbus.Event) {
-	if ev.IsSub() {
-		return // a subagent's blocks are its runner's to close (research_run does)
-	}
-	switch ev.Type {
-	case eventbus.TypeThinkingStart:
-		o.thinking, o.thinkSeen = 1, false
-	case eventbus.TypeThinkingDelta:
-		if o.thinking == 1 && !o.thinkSeen {
-			o.thinkSeen = true
-			if strings.HasPrefix(ev.Text, "<think>") {
-				o.thinking = 2
-			}
-		}
-		if o.thinking == 2 && ev.Text == "</think>" {
-			o.thinking = 1 // the plugin closed its tag itself
-		}
-	case eventbus.TypeThinkingEnd:
-		o.thinking = 0
-	case eventbus.TypeAnswerStart:
-		o.answer = true
-	case eventbus.TypeAnswerEnd:
-		o.answer = false
-	case eventbus.TypeToolCallStart, eventbus.TypeToolCallEnd:
-		tc, ok := ev.Payload.(eventbus.ToolCall)
-		if !ok {
-			return
-		}
-		for i, id := range o.tools {
-			if id == tc.ToolCallID {
-				o.tools = append(o.tools[:i], o.tools[i+1:]...)
-				break
-			}
-		}
-		if ev.Type == eventbus.TypeToolCallStart {
-			o.tools = append(o.tools, tc.ToolCallID)
-		}
-	}
-}
-
-// closing returns the events that end every open block, in the order a
-// client expects, and marks them closed.
-func (o *openBlocks) closing() []eventbus.Event {
-	var evs []eventbus.Event
-	if o.thinking == 2 {
-		evs = append(evs, eventbus.Delta(eventbus.TypeThinkingDelta, "</think>"))
-	}
-	if o.thinking != 0 {
-		evs = append(evs, eventbus.Event{Type: eventbus.TypeThinkingEnd})
-	}
-	if o.answer {
-		evs = append(evs, eventbus.Event{Type: eventbus.TypeAnswerEnd})
-	}
-	for _, id := range o.tools {
-		evs = append(evs, eventbus.Of(eventbus.TypeToolCallEnd, eventbus.ToolCall{ToolCallID: id}))
-	}
-	*o = openBlocks{}
-	return evs
-}
-
 // closeOpen ends every block still open.
 func (g *guard) closeOpen() {
 	g.mu.Lock()
@@ -148,7 +78,7 @@ func (g *guard) closeOpen() {
 	if g.finished {
 		return
 	}
-	for _, ev := range g.open.closing() {
+	for _, ev := range g.open.Close() {
 		g.emit(ev)
 	}
 }

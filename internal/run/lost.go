@@ -50,8 +50,8 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 		return fmt.Errorf("end lost stream %s: %w", id, err)
 	}
 	p := &persister{}
-	var open openBlocks
-	fold := func(ev *eventbus.Event) { p.handle(ev); open.track(ev) }
+	var open eventbus.OpenBlocks // the main answer's and every subagent's
+	fold := func(ev *eventbus.Event) { p.handle(ev); open.Track(ev) }
 	if err := replay(ctx, log, id, last, fold); err != nil {
 		m.log.Warn("the lost stream's log is incomplete; saving what could be read", zap.String("stream_id", id), zap.Error(err))
 	}
@@ -72,8 +72,9 @@ func (m *Manager) EndLost(ctx context.Context, log SharedLog, id string) error {
 		return nil
 	}
 	// The stream ends as a local one does: open blocks closed (with the
-	// </think> a tagged thinking block needs), then the error.
-	for _, ev := range open.closing() {
+	// </think> a tagged thinking block needs) — a research
+	// sub-researcher's too, as its runner would close them — then the error.
+	for _, ev := range open.Close() {
 		if err := appendEvent(ev); err != nil {
 			return err
 		}

@@ -65,11 +65,17 @@ func TestOpenChoosesTheVectorSearchBackend(t *testing.T) {
 	}
 }
 
-// indexNames lists the HNSW indexes of the store's chunks.
+// indexNames lists the HNSW indexes of the store's chunks. The catalogs
+// are read by the table's OID (resolved in the store's own schema), not
+// through pg_indexes: that view may evaluate pg_get_indexdef on the
+// indexes of every schema's knowledge_chunks before filtering by schema,
+// and fails with "could not open relation" when a parallel test drops
+// its schema meanwhile.
 func indexNames(t *testing.T, s *Store) []string {
 	t.Helper()
-	rows, err := s.pool.Query(t.Context(), `SELECT indexname FROM pg_indexes
-		WHERE tablename = 'knowledge_chunks' AND schemaname = current_schema() AND indexdef LIKE '%USING hnsw%' ORDER BY 1`)
+	rows, err := s.pool.Query(t.Context(), `SELECT c.relname::text FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+		WHERE i.indrelid = 'knowledge_chunks'::regclass AND am.amname = 'hnsw' ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +101,11 @@ func TestHNSWIndexPerDimension(t *testing.T) {
 	s := openPgvector(t, schema)
 	// The index built on stored chunks comes with statistics for the
 	// planner (ANALYZE), or it would not use the index after a bulk load.
+	// Asked by the table's OID: pg_stats checks privileges on every
+	// schema's knowledge_chunks, which fails on one being dropped.
 	var analyzed bool
-	if err := s.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stats
-		WHERE tablename = 'knowledge_chunks' AND schemaname = current_schema())`).Scan(&analyzed); err != nil || !analyzed {
+	if err := s.pool.QueryRow(t.Context(),
+		`SELECT pg_stat_get_analyze_count('knowledge_chunks'::regclass) > 0`).Scan(&analyzed); err != nil || !analyzed {
 		t.Errorf("knowledge_chunks has no statistics after the HNSW index was built at Open (%v)", err)
 	}
 	addDoc(t, s, "a", "alpha", []float32{1, 0})

@@ -27,7 +27,12 @@ func DSN(t testing.TB) string {
 
 // NewSchema names a schema of the test's own (a store's Open creates it)
 // and drops it when the test ends, after the stores opened later are
-// closed.
+// closed. Tests of every package share the server's database and drop
+// their schemas while others run, so a test reads the catalogs by its own
+// relations' OIDs ('table'::regclass), never through views filtered by
+// name (pg_indexes, pg_stats): those may call functions on another
+// schema's relation being dropped, which fails with "could not open
+// relation with OID".
 func NewSchema(t testing.TB) string {
 	t.Helper()
 	DSN(t) // skips without a server

@@ -66,6 +66,9 @@ const (
 	maxBuffered = 4096 // records a subscription holds before it stops reading ahead
 	flagRetry   = time.Second
 	closeDrain  = 2 * time.Second // how long Close spends writing what is still queued
+	// createTimeout bounds Create's write: a stream start waits at most
+	// this long for a Redis that does not answer.
+	createTimeout = 500 * time.Millisecond
 )
 
 // Store is the Redis stream store. It implements stream.Store; the extra
@@ -102,8 +105,7 @@ type Store struct {
 type opKind uint8
 
 const (
-	opCreate opKind = iota
-	opAppend
+	opAppend opKind = iota
 	opFinish
 )
 
@@ -216,23 +218,37 @@ func (s *Store) Prefix() string { return s.cfg.KeyPrefix }
 func (s *Store) streamKey(id string) string { return s.cfg.KeyPrefix + "stream:" + id }
 func (s *Store) metaKey(id string) string   { return s.cfg.KeyPrefix + "stream:" + id + ":meta" }
 
-// Create starts an empty, live stream; the meta key reaches Redis through
-// the write queue.
-func (s *Store) Create(_ context.Context, id string) error {
+// Create starts an empty, live stream. Its meta key is written before
+// Create returns, not through the queue: the stream's id reaches clients
+// in its first event as soon as the generation starts, and a client that
+// resumes at once on another replica must find the stream live in Redis
+// (an unknown stream is answered with resync_required). When Redis
+// refuses, the stream starts anyway, marked broken, as when a later write
+// fails.
+func (s *Store) Create(ctx context.Context, id string) error {
+	st := &wstream{id: id, key: s.streamKey(id), meta: s.metaKey(id), touched: time.Now()}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return stream.ErrClosed
 	}
 	if _, ok := s.streams[id]; ok {
+		s.mu.Unlock()
 		return fmt.Errorf("stream %s already exists", id)
 	}
-	st := &wstream{id: id, key: s.streamKey(id), meta: s.metaKey(id)}
 	s.streams[id] = st
-	select {
-	case s.queue <- op{kind: opCreate, st: st}:
-	default:
-		s.markBroken(st, "write queue full")
+	s.mu.Unlock()
+
+	// The generation does not depend on its request: neither does its stream.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	_, err := s.client.Pipelined(wctx, func(p redis.Pipeliner) error {
+		p.HSet(wctx, st.meta, "created", st.touched.UnixMilli())
+		p.Expire(wctx, st.meta, s.cfg.LiveTTL)
+		return nil
+	})
+	if err != nil {
+		s.markBroken(st, "create failed: "+err.Error())
 	}
 	return nil
 }

@@ -417,3 +417,27 @@ func TestMarkBrokenEndsTailingReadersWithAResync(t *testing.T) {
 		t.Fatalf("resume after MarkBroken: err = %v, want ErrExpired", err)
 	}
 }
+
+// A stream's id reaches clients (in stream.started) as soon as Create
+// returns, and a client may resume on another replica at once: that
+// replica must find the stream live in Redis, not unknown (which the
+// handler answers with resync_required). Many streams, as the window
+// between Create and the write reaching Redis is short.
+func TestStreamCreatedOnOneReplicaIsLiveOnAnotherAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := redistest.Config(t)
+	gen := redistest.OpenConfig(t, cfg, redisstore.Options{})
+	other := redistest.OpenConfig(t, cfg, redisstore.Options{})
+	for i := range 50 {
+		id := "s" + strings.Repeat("x", i)
+		if err := gen.Create(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := other.Subscribe(ctx, id, 0)
+		if err != nil {
+			t.Fatalf("stream %d: subscribe on another replica right after Create: %v", i, err)
+		}
+		sub.Close()
+	}
+}

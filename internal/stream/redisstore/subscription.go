@@ -142,7 +142,7 @@ func (sub *subscription) settle(m map[string]string, creating bool) bool {
 	switch {
 	case sub.done || sub.err != nil:
 	case len(m) == 0 && creating:
-		// Created here, and its creation is still in the write queue.
+		// Created here, and Create is still writing its meta.
 	case len(m) == 0 || m["broken"] != "":
 		// Expired under a reader that had not caught up, or events lost.
 		sub.err = stream.ErrExpired

@@ -111,10 +111,6 @@ func (w *writer) write(ctx context.Context) {
 		}
 		st.touched = now
 		switch o.kind {
-		case opCreate:
-			pipe.HSet(ctx, st.meta, "created", now.UnixMilli())
-			pipe.Expire(ctx, st.meta, s.cfg.LiveTTL)
-			w.own(st, false, 2)
 		case opAppend:
 			pipe.XAdd(ctx, &redis.XAddArgs{
 				Stream: st.key, MaxLen: s.maxEvents, Approx: true,
