@@ -2,6 +2,7 @@ package eventbus
 
 import (
 	"sync"
+	"time"
 
 	evbus "github.com/asaskevich/EventBus"
 )
@@ -29,16 +30,23 @@ type Handler func(ev *Event)
 // one mutex across every publish, so a shared bus would serialise all
 // streams, and its Unsubscribe cannot tell closures apart, so subscribers
 // are attached for the bus's whole life instead of removed.
+//
+// The bus stamps every event with the stream's id, its seq (1, 2, 3 … in
+// publish order) and the time before any subscriber sees it, so no
+// subscriber depends on another having run first.
 type Bus struct {
-	mu     sync.Mutex
-	lib    evbus.Bus
-	all    []Handler     // handlers that see every type
-	topics map[Type]bool // topics the "all" handlers are attached to
+	mu       sync.Mutex // also held across a publish: seq order is delivery order
+	lib      evbus.Bus
+	all      []Handler     // handlers that see every type
+	topics   map[Type]bool // topics the "all" handlers are attached to
+	streamID string
+	seq      int64
+	now      func() time.Time
 }
 
-// NewBus returns an empty bus.
-func NewBus() *Bus {
-	return &Bus{lib: evbus.New(), topics: make(map[Type]bool, len(AllTypes))}
+// NewBus returns an empty bus for stream streamID.
+func NewBus(streamID string) *Bus {
+	return &Bus{lib: evbus.New(), topics: make(map[Type]bool, len(AllTypes)), streamID: streamID, now: time.Now}
 }
 
 // Subscribe attaches h to the given types, or to every type (built-in and
@@ -68,16 +76,21 @@ func (b *Bus) attach(t Type, h Handler) {
 	_ = b.lib.Subscribe(string(t), (func(*Event))(h))
 }
 
-// Emit publishes ev to its type's subscribers, in subscription order.
+// Emit stamps ev with the stream id, the next seq and the time, then
+// publishes it to its type's subscribers, in subscription order. The lock
+// is held across the publish (the library serialises publishes anyway):
+// two concurrent emitters never deliver their events out of seq order.
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !b.topics[ev.Type] {
 		b.topics[ev.Type] = true
 		for _, h := range b.all {
 			b.attach(ev.Type, h)
 		}
 	}
-	b.mu.Unlock()
+	b.seq++
+	ev.Seq, ev.StreamID, ev.Time = b.seq, b.streamID, b.now().UnixMilli()
 	b.lib.Publish(string(ev.Type), &ev)
 }
 

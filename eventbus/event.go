@@ -109,7 +109,8 @@ const (
 )
 
 // Event is one typed event of a stream. Seq, StreamID and Time are filled
-// in by the recorder; emitters set Type and the payload.
+// in by the stream's Bus as it publishes the event; emitters set Type and
+// the payload.
 //
 // Text events (thinking.*, answer.*) carry their content in Text so the hot
 // path of a streamed token needs no payload allocation; every other type

@@ -3,10 +3,10 @@ package handler
 import (
 	"cmp"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/message"
 )
 
 // What a chat completion is made of, and how a run's events become one.
@@ -82,122 +82,52 @@ type piece struct {
 	reasoning bool
 }
 
-// completionBuilder turns a run's events into a chat completion. Thinking
-// is sent as reasoning_content, or — with tags — as <think>…</think> in
-// content; either way chatpipe's own think tags (think_tags in the mode's
-// config) are taken off first, so the output does not depend on them.
+// completionBuilder turns a run's events into a chat completion, through
+// the one event → message fold. Thinking is sent as reasoning_content, or
+// — with tags — as <think>…</think> in content; either way chatpipe's own
+// think tags (think_tags in the mode's config) are taken off first, so the
+// output does not depend on them.
 type completionBuilder struct {
 	id, model, streamID string
 	created             int64
 	tags                bool
 
-	content, reasoning strings.Builder
-	pending            []piece // sent by the next emit
-	refs               []eventbus.Reference
-	usage              *eventbus.Usage
-	status, reason     string
-	err                *eventbus.Error
-
-	thinkFirst bool // the next thinking delta opens its block
-	tagOpen    bool // a <think> was sent and not yet closed
-	// mark is where content and reasoning stood when the current model
-	// call attempt started. Only a whole completion (stream: false) sees
-	// an attempt withdrawn: a streaming one asks its run not to retry
-	// mid-stream, since it cannot take back what it sent.
-	mark [2]int
+	// fold keeps the message. Only a whole completion (stream: false)
+	// sees a model call attempt withdrawn: a streaming one asks its run not
+	// to retry mid-stream, since it cannot take back what it sent.
+	fold    message.Fold
+	pending []piece // sent by the next emit
 }
 
 func newCompletionBuilder(streamID, model string, tags bool) *completionBuilder {
 	return &completionBuilder{id: "chatcmpl-" + streamID, model: model, streamID: streamID,
-		created: time.Now().Unix(), tags: tags}
+		created: time.Now().Unix(), tags: tags, fold: message.Fold{InlineThinking: tags}}
 }
 
 func (b *completionBuilder) apply(ev eventbus.Event) {
-	if ev.IsSub() {
-		return // a subagent's work (research mode) is not part of the completion
-	}
-	switch ev.Type {
-	case eventbus.TypeThinkingStart:
-		b.thinkFirst = true
-	case eventbus.TypeThinkingDelta:
-		text := ev.Text
-		if b.thinkFirst {
-			text = strings.TrimPrefix(text, "<think>")
-		}
-		if text == "" || text == "</think>" {
-			return
-		}
-		b.thinkFirst = false
-		if !b.tags {
-			b.add(piece{text: text, reasoning: true})
-			return
-		}
-		if !b.tagOpen {
-			b.tagOpen = true
-			text = "<think>" + text
-		}
-		b.add(piece{text: text})
-	case eventbus.TypeThinkingEnd:
-		b.closeTag()
-	case eventbus.TypeAnswerDelta:
-		b.closeTag()
-		b.add(piece{text: ev.Text})
-	case eventbus.TypeReferences:
-		if p, ok := ev.Payload.(eventbus.References); ok {
-			b.refs = p.Items
-		}
-	case eventbus.TypeModelCallStarted:
-		b.mark = [2]int{b.content.Len(), b.reasoning.Len()}
-	case eventbus.TypeModelCallFinished:
-		if p, ok := ev.Payload.(eventbus.ModelCall); ok && p.Committed != nil && !*p.Committed {
-			b.withdraw()
-		}
-	case eventbus.TypeUsage:
-		if p, ok := ev.Payload.(eventbus.Usage); ok {
-			b.usage = &p
-		}
-	case eventbus.TypeError:
-		if p, ok := ev.Payload.(eventbus.Error); ok && b.err == nil {
-			b.err = &p
-		}
-	case eventbus.TypeStreamFinished:
-		b.closeTag()
-		if p, ok := ev.Payload.(eventbus.Finished); ok {
-			b.status, b.reason = p.Status, p.Reason
-		}
-	}
+	a := b.fold.Add(&ev)
+	b.add(piece{text: a.Text, reasoning: a.Thinking})
 }
 
-// withdraw drops the text of an uncommitted model call attempt.
-func (b *completionBuilder) withdraw() {
-	cut := func(sb *strings.Builder, n int) {
-		if sb.Len() > n {
-			s := sb.String()[:n]
-			*sb = strings.Builder{}
-			sb.WriteString(s)
-		}
+// content and reasoning are the whole completion's message text.
+func (b *completionBuilder) content() string {
+	if b.tags {
+		return b.fold.Inline()
 	}
-	cut(&b.content, b.mark[0])
-	cut(&b.reasoning, b.mark[1])
-	b.tagOpen = false
+	return b.fold.Content()
 }
 
-func (b *completionBuilder) closeTag() {
-	if b.tagOpen {
-		b.tagOpen = false
-		b.add(piece{text: "</think>"})
+func (b *completionBuilder) reasoning() string {
+	if b.tags {
+		return ""
 	}
+	return b.fold.Thinking()
 }
 
 // add queues text, merged with the previous piece of the same kind.
 func (b *completionBuilder) add(p piece) {
 	if p.text == "" {
 		return
-	}
-	if p.reasoning {
-		b.reasoning.WriteString(p.text)
-	} else {
-		b.content.WriteString(p.text)
 	}
 	if n := len(b.pending); n > 0 && b.pending[n-1].reasoning == p.reasoning {
 		b.pending[n-1].text += p.text
@@ -209,10 +139,11 @@ func (b *completionBuilder) add(p piece) {
 // finishReason is OpenAI's finish_reason for how the run ended, "" when it
 // failed (the caller sends the error instead).
 func (b *completionBuilder) finishReason() string {
+	status, reason := b.fold.Status(), b.fold.Reason()
 	switch {
-	case b.status == eventbus.StatusCompleted, b.status == eventbus.StatusStopped:
+	case status == eventbus.StatusCompleted, status == eventbus.StatusStopped:
 		return "stop"
-	case b.status == eventbus.StatusFailed && (b.reason == "content_filtered" || b.reason == "content_filter"):
+	case status == eventbus.StatusFailed && (reason == "content_filtered" || reason == "content_filter"):
 		return "content_filter" // sensitive_filter (or another plugin) ended the answer
 	}
 	return ""
@@ -220,10 +151,10 @@ func (b *completionBuilder) finishReason() string {
 
 // failure is the OpenAI error and HTTP status of a failed run.
 func (b *completionBuilder) failure() (int, openAIErrorBody) {
-	code, msg, status := b.reason, "The answer could not be completed.", http.StatusInternalServerError
-	if b.err != nil {
-		code = cmp.Or(b.err.Code, code)
-		msg = cmp.Or(b.err.Message, msg)
+	code, msg, status := b.fold.Reason(), "The answer could not be completed.", http.StatusInternalServerError
+	if e := b.fold.Error(); e != nil {
+		code = cmp.Or(e.Code, code)
+		msg = cmp.Or(e.Message, msg)
 	}
 	switch code {
 	case "rate_limited":
@@ -247,20 +178,20 @@ func (b *completionBuilder) failure() (int, openAIErrorBody) {
 
 func (b *completionBuilder) openAIUsage() OpenAIUsage {
 	var u OpenAIUsage
-	if b.usage != nil {
-		u.PromptTokens, u.CompletionTokens = b.usage.PromptTokens, b.usage.CompletionTokens
+	if usage := b.fold.Usage(); usage != nil {
+		u.PromptTokens, u.CompletionTokens = usage.PromptTokens, usage.CompletionTokens
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		u.CompletionTokensDetails.ReasoningTokens = b.usage.ReasoningTokens
+		u.CompletionTokensDetails.ReasoningTokens = usage.ReasoningTokens
 	}
 	return u
 }
 
 func (b *completionBuilder) extension() *OpenAIExtension {
-	refs := b.refs
+	refs := b.fold.References()
 	if refs == nil {
 		refs = []eventbus.Reference{}
 	}
-	return &OpenAIExtension{StreamID: b.streamID, Status: b.status, References: refs}
+	return &OpenAIExtension{StreamID: b.streamID, Status: b.fold.Status(), References: refs}
 }
 
 func (b *completionBuilder) chunk(delta openAIDelta, finish *string) openAIChunk {

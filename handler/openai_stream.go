@@ -172,9 +172,9 @@ func (h *Handler) wholeCompletion(c *gin.Context, r *run.Run, b *completionBuild
 		c.AbortWithStatusJSON(status, body)
 		return
 	}
-	msg := openAIMessageOut{Role: "assistant", Content: b.content.String()}
-	if b.reasoning.Len() > 0 {
-		msg.ReasoningContent = new(b.reasoning.String())
+	msg := openAIMessageOut{Role: "assistant", Content: b.content()}
+	if r := b.reasoning(); r != "" {
+		msg.ReasoningContent = new(r)
 	}
 	c.JSON(http.StatusOK, openAICompletion{
 		ID: b.id, Object: "chat.completion", Created: b.created, Model: b.model,

@@ -56,13 +56,13 @@ func TestCompletionBuilderThinkingForms(t *testing.T) {
 			reasoning.apply(ev)
 			tags.apply(ev)
 		}
-		if got := reasoning.reasoning.String(); got != "first thoughtsecond" {
+		if got := reasoning.reasoning(); got != "first thoughtsecond" {
 			t.Errorf("mode tags %v: reasoning_content = %q", modeTags, got)
 		}
-		if got := reasoning.content.String(); got != "Answer." {
+		if got := reasoning.content(); got != "Answer." {
 			t.Errorf("mode tags %v: content = %q", modeTags, got)
 		}
-		if got, want := tags.content.String(), "<think>first thought</think>Answer<think>second</think>."; got != want || tags.reasoning.Len() != 0 {
+		if got, want := tags.content(), "<think>first thought</think>Answer<think>second</think>."; got != want || tags.reasoning() != "" {
 			t.Errorf("mode tags %v: tagged content = %q, want %q", modeTags, got, want)
 		}
 		// Consecutive pieces of one kind go out as one delta.
@@ -80,7 +80,7 @@ func TestCompletionBuilderClosesAnOpenTagAtTheEnd(t *testing.T) {
 	b.apply(eventbus.Event{Type: eventbus.TypeThinkingStart})
 	b.apply(eventbus.Delta(eventbus.TypeThinkingDelta, "cut short"))
 	b.apply(eventbus.Of(eventbus.TypeStreamFinished, eventbus.Finished{Status: eventbus.StatusStopped, Reason: "user"}))
-	if got := b.content.String(); got != "<think>cut short</think>" || b.finishReason() != "stop" {
+	if got := b.content(); got != "<think>cut short</think>" || b.finishReason() != "stop" {
 		t.Fatalf("content %q, finish %q", got, b.finishReason())
 	}
 }

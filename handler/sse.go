@@ -12,10 +12,10 @@ import (
 
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/history"
+	"github.com/chatpipe/chatpipe/internal/message"
 	"github.com/chatpipe/chatpipe/internal/metrics"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
-	"github.com/chatpipe/chatpipe/internal/think"
 )
 
 // serveStream makes the request a reader of stream id: it replays the
@@ -252,73 +252,53 @@ func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
 }
 
 // gather reads a whole stream and builds the message it produced: the
-// non-streaming answer is the streaming one, consumed here.
+// non-streaming answer is the streaming one, consumed here through the
+// same fold the run saves the message with.
 func gather(ctx context.Context, sub stream.Subscription) (MessageJSON, error) {
 	var (
-		msg     MessageJSON
-		content []byte
-		thought []byte
-		untag   think.Untag // the saved thinking is clean: tags are for the wire
-		recs    []stream.Record
-		mark    [2]int // content and thought when the current model call attempt started
+		fold message.Fold
+		recs []stream.Record
 	)
-	msg.Role = "assistant"
-	msg.References = []eventbus.Reference{}
 	for {
 		var done bool
 		var err error
 		recs, done, err = sub.Fetch(recs[:0])
 		if err != nil {
-			return msg, err
+			return MessageJSON{}, err
 		}
 		for _, r := range recs {
 			ev, err := eventbus.Decode(r.Data)
 			if err != nil {
-				return msg, err
+				return MessageJSON{}, err
 			}
-			switch ev.Type {
-			case eventbus.TypeStreamStarted:
-				p := ev.Payload.(eventbus.StreamStarted)
-				msg.ID, msg.SiblingIDs = p.MessageID, []string{p.MessageID}
-				msg.CreatedAt = time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
-			case eventbus.TypeAnswerDelta:
-				content = append(content, ev.Text...)
-			case eventbus.TypeThinkingStart:
-				untag.Start()
-			case eventbus.TypeThinkingDelta:
-				thought = append(thought, untag.Delta(ev.Text)...)
-			case eventbus.TypeReferences:
-				msg.References = ev.Payload.(eventbus.References).Items
-			case eventbus.TypeModelCallStarted:
-				mark = [2]int{len(content), len(thought)}
-			case eventbus.TypeModelCallFinished:
-				if mc := ev.Payload.(eventbus.ModelCall); mc.Committed != nil && !*mc.Committed {
-					content, thought = content[:mark[0]], thought[:mark[1]] // the attempt was withdrawn
-				}
-			case eventbus.TypeUsage:
-				u := ev.Payload.(eventbus.Usage)
-				msg.Usage = &u
-			case eventbus.TypeError:
-				if msg.Error == "" {
-					msg.Error = ev.Payload.(eventbus.Error).Message
-				}
-			case eventbus.TypeStreamFinished:
-				msg.Status = ev.Payload.(eventbus.Finished).Status
-			}
+			fold.Add(&ev)
 		}
 		if done {
-			msg.Content, msg.Thinking = string(content), string(thought)
-			if msg.Status != eventbus.StatusFailed {
-				msg.Error = ""
-			}
-			return msg, nil
+			return gathered(&fold), nil
 		}
 		if len(recs) == 0 {
 			select {
 			case <-ctx.Done():
-				return msg, ctx.Err()
+				return MessageJSON{}, ctx.Err()
 			case <-sub.Ready():
 			}
 		}
 	}
+}
+
+// gathered is the message a whole stream folded into.
+func gathered(f *message.Fold) MessageJSON {
+	msg := MessageJSON{Role: "assistant", Content: f.Content(), Thinking: f.Thinking(), Status: f.Status(),
+		References: f.References(), Usage: f.Usage()}
+	if started, at := f.Started(); started != nil {
+		msg.ID, msg.SiblingIDs = started.MessageID, []string{started.MessageID}
+		msg.CreatedAt = time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
+	}
+	if msg.References == nil {
+		msg.References = []eventbus.Reference{}
+	}
+	if msg.Status == eventbus.StatusFailed {
+		msg.Error = f.ErrorMessage()
+	}
+	return msg
 }

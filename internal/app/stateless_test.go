@@ -203,3 +203,34 @@ func TestModesListsTheConfiguredModes(t *testing.T) {
 		t.Fatalf("modes = %+v", out)
 	}
 }
+
+// The stateless chat API gets the same services as a session's answer:
+// with response_cache in its mode, a question asked again is answered
+// from the cache, streamed or as JSON, and the provider is asked once.
+func TestStatelessChatIsAnsweredFromTheResponseCache(t *testing.T) {
+	h := newHarness(t, withCachedRAG)
+	h.addDocument("Sourdough", sourdough)
+	h.provider.SetDefault(providertest.Script{Chunks: providertest.Answer("Feed it twice a day [1].", 4)})
+	const body = `{"messages":[{"role":"user","content":"How often do I feed a sourdough starter?"}],"mode":"rag"}`
+
+	if d := cacheStage(t, h.chatStateless(body).all()); d != "cache miss" {
+		t.Fatalf("first ask: %q", d)
+	}
+	second := h.chatStateless(body).all()
+	if d := cacheStage(t, second); d != "cache hit" {
+		t.Fatalf("second ask: %q, want a cache hit", d)
+	}
+	checkSeqs(t, second, 1)
+	if got := text(second, eventbus.TypeAnswerDelta); got != "Feed it twice a day [1]." {
+		t.Fatalf("replayed answer %q", got)
+	}
+	var msg handler.MessageJSON
+	asJSON := strings.Replace(body, `"mode":"rag"`, `"mode":"rag","stream":false`, 1)
+	if code := h.call("POST", "/api/v1/chat", asJSON, &msg); code != http.StatusOK ||
+		msg.Content != "Feed it twice a day [1]." || msg.Status != eventbus.StatusCompleted || len(msg.References) == 0 {
+		t.Fatalf("as JSON: %d %+v", code, msg)
+	}
+	if n := len(h.provider.Requests()); n != 1 {
+		t.Fatalf("%d provider requests, want 1: the repeats were not served from the cache", n)
+	}
+}

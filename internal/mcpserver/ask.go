@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/message"
 	"github.com/chatpipe/chatpipe/internal/run"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
@@ -72,26 +73,21 @@ func (t tenantTools) ask(ctx context.Context, req *mcp.CallToolRequest, in AskIn
 	if err != nil {
 		return nil, out, err
 	}
-	out.Answer, out.Status, out.References = fold.answer.String(), fold.status, fold.refs
-	if fold.status != eventbus.StatusCompleted {
-		msg := cmp.Or(fold.errMsg, "The answer could not be completed.")
+	out.Answer, out.Status = fold.Content(), fold.Status()
+	for _, r := range fold.References() {
+		out.References = append(out.References, passageOf(r))
+	}
+	if fold.Status() != eventbus.StatusCompleted {
+		msg := cmp.Or(fold.ErrorMessage(), "The answer could not be completed.")
 		return nil, out, errors.New(msg)
 	}
 	return textResult(answerText(out)), out, nil
 }
 
-// answerFold is what ask keeps of the stream.
-type answerFold struct {
-	answer strings.Builder
-	refs   []Passage
-	status string
-	errMsg string
-}
-
 // follow reads the run's stream to its end, sending progress as it goes.
 // If ctx ends first (the client cancelled), the run is stopped like
 // POST …/stop does, and follow waits for it to end.
-func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *run.Run) (*answerFold, error) {
+func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *run.Run) (*message.Fold, error) {
 	sub, err := t.h.opts.Streams.Subscribe(context.WithoutCancel(ctx), r.StreamID, 0)
 	if err != nil {
 		t.h.opts.Runs.Stop(r.StreamID)
@@ -99,7 +95,7 @@ func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *ru
 	}
 	defer sub.Close()
 	token := req.Params.GetProgressToken()
-	fold := &answerFold{refs: []Passage{}}
+	fold := &message.Fold{}
 	var buf []stream.Record
 	for {
 		recs, done, err := sub.Fetch(buf[:0])
@@ -116,7 +112,7 @@ func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *ru
 				continue
 			}
 			last = ev.Seq
-			fold.add(ev, &note)
+			progress(&note, &ev, fold.Add(&ev))
 		}
 		if token != nil && note.Len() > 0 {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
@@ -138,29 +134,18 @@ func (t tenantTools) follow(ctx context.Context, req *mcp.CallToolRequest, r *ru
 	}
 }
 
-// add folds one event in and notes what progress should say about it.
-func (f *answerFold) add(ev eventbus.Event, note *strings.Builder) {
+// progress notes what a progress notification should say about one
+// event of the answer: the stages as they start, the answer as it is
+// written.
+func progress(note *strings.Builder, ev *eventbus.Event, added message.Added) {
 	if ev.IsSub() {
 		return // a subagent's work (research mode) is not the answer
 	}
-	switch p := ev.Payload.(type) {
-	case eventbus.Stage:
-		if p.Status == eventbus.StageStarted {
-			fmt.Fprintf(note, "[%s] ", p.Name)
-		}
-	case eventbus.References:
-		f.refs = f.refs[:0]
-		for _, r := range p.Items {
-			f.refs = append(f.refs, passageOf(r))
-		}
-	case eventbus.Error:
-		f.errMsg = p.Message
-	case eventbus.Finished:
-		f.status = p.Status
+	if p, ok := ev.Payload.(eventbus.Stage); ok && p.Status == eventbus.StageStarted {
+		fmt.Fprintf(note, "[%s] ", p.Name)
 	}
-	if ev.Type == eventbus.TypeAnswerDelta {
-		f.answer.WriteString(ev.Text)
-		note.WriteString(ev.Text)
+	if !added.Thinking {
+		note.WriteString(added.Text)
 	}
 }
 

@@ -341,25 +341,8 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		rec = inspect.NewRecorder(assistantID, mode, question, info.TraceID)
 	}
 	r, runCtx, g, p := m.launch(info, setup, log, true, span, rec)
-	cm := &pipeline.ChatManage{
-		TenantID:      sess.TenantID,
-		SessionID:     sess.ID,
-		MessageID:     assistantID,
-		UserMessageID: userMsgID,
-		Mode:          mode,
-		Query:         question,
-		Emitter:       g,
-		Messages:      messageReader{m.opts.History},
-		Models:        setup.Models,
-		Knowledge:     m.opts.Knowledge,
-		Cache:         m.opts.Cache,
-		Approvals:     r.approvals,
-		Logger:        log,
-		RemoteTools:   m.opts.RemoteTools,
-		Inspect:       rec,
-		Background:    r.bg,
-		Summaries:     summaryStore{m.opts.History},
-	}
+	cm := m.newChatManage(r, setup, request{messageID: assistantID, query: question, messages: messageReader{m.opts.History},
+		emitter: g, log: log, inspect: rec})
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode, TraceID: info.TraceID,
 	}))
@@ -382,20 +365,21 @@ func (m *Manager) admit() error {
 	return nil
 }
 
-// launch wires a new stream's bus (recorder first, persister, logger,
-// observers), gives the run its own cancellable context and registers it
-// where Stop finds it. The stream must already exist in the store.
+// launch wires a new stream's bus (recorder, persister, logger,
+// observers; the bus stamps each event's seq before any of them sees it),
+// gives the run its own cancellable context and registers it where Stop
+// finds it. The stream must already exist in the store.
 //
 // span is the generation's span (the run's context carries it, so every
 // span of the chain joins the request's trace); turn, when set, is
 // subscribed to gather the turn inspector's record.
 func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool, span trace.Span,
 	turn *inspect.Recorder) (*Run, context.Context, *guard, *persister) {
-	bus := eventbus.NewBus()
+	bus := eventbus.NewBus(info.StreamID)
 	rec := stream.NewRecorder(m.opts.Streams, info.StreamID, func(err error) {
 		log.Error("stream store append failed; resuming this stream may need a resync", zap.Error(err))
 	})
-	bus.Subscribe(rec.Handle) // first: it assigns the seq the others see
+	bus.Subscribe(rec.Handle)
 	p := newPersister("", setup.PartialSaves.EveryDeltas)
 	bus.Subscribe(p.handle, persistedTypes...)
 	sl := &streamLogger{log: log, start: time.Now()}
@@ -431,20 +415,13 @@ func (m *Manager) launch(info Info, setup *Setup, log *zap.Logger, persist bool,
 // execute runs the chain and finishes the stream; it owns one wg slot.
 func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventManager, cm *pipeline.ChatManage,
 	g *guard, p *persister, log *zap.Logger) {
-	defer m.wg.Done()
-	defer r.end()
-	status := ""
-	defer func() {
-		endSpan(r.span, status) // first: a run no longer active has ended its span
-		r.runAfterDone()        // likewise, has freed what its starter holds for it
-		m.mu.Lock()
-		delete(m.active, r.StreamID)
-		m.mu.Unlock()
-		r.cancel(nil)
-	}()
-	if lease := m.acquireLease(r, log); lease != nil {
-		defer lease.Release() // after the stream is finished in the store (defers run last-in first-out)
-	}
+	m.own(r, log, func() string { return m.executeChain(ctx, r, chain, cm, g, p, log) })
+}
+
+// executeChain runs one answer's chain, saves it and finishes the stream,
+// and returns its status.
+func (m *Manager) executeChain(ctx context.Context, r *Run, chain *pipeline.EventManager, cm *pipeline.ChatManage,
+	g *guard, p *persister, log *zap.Logger) string {
 	stopPartial := m.startPartialSaves(r.StreamID, p, r.partial, log)
 	defer stopPartial()
 
@@ -476,6 +453,7 @@ func (m *Manager) execute(ctx context.Context, r *Run, chain *pipeline.EventMana
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
 	}
+	return status
 }
 
 // saveTimeout bounds saving an answer and finishing its stream, which

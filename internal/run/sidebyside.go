@@ -99,7 +99,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		pt := &part{model: name, messageID: ids[i], guard: newGuard(g.bus, g.redact), persister: p}
 		pt.guard.model = name
 		if i == 0 {
-			p.model = name
+			p.fold.Model = name
 		} else {
 			pt.persister = newPersister(name, setup.PartialSaves.EveryDeltas)
 			g.bus.Subscribe(pt.persister.handle, persistedTypes...)
@@ -108,24 +108,11 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 			pt.inspect = inspect.NewRecorder(ids[i], mode, req.Question, info.TraceID)
 			g.bus.Subscribe(partInspectorHandler(pt.inspect, name), inspectedTypes...)
 		}
-		pt.cm = &pipeline.ChatManage{
-			TenantID:      sess.TenantID,
-			SessionID:     sess.ID,
-			MessageID:     ids[i],
-			UserMessageID: userMsg.ID,
-			Mode:          mode,
-			Query:         req.Question,
-			Model:         name,
-			Emitter:       pt.guard,
-			Messages:      messageReader{m.opts.History},
-			Models:        setup.Models,
-			Knowledge:     m.opts.Knowledge,
-			Cache:         m.opts.Cache,
-			Approvals:     r.approvals,
-			Logger:        m.log.With(zap.String("message_id", ids[i]), zap.String("model", name)),
-			RemoteTools:   m.opts.RemoteTools,
-			Inspect:       pt.inspect,
-		}
+		// One chain starts the turn's background jobs (compaction): every
+		// model reads the same history, which one summary covers.
+		pt.cm = m.newChatManage(r, setup, request{messageID: ids[i], query: req.Question, model: name,
+			messages: messageReader{m.opts.History}, emitter: pt.guard, inspect: pt.inspect, noJobs: i > 0,
+			log: log.With(zap.String("message_id", ids[i]), zap.String("model", name))})
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
 	}
@@ -144,20 +131,13 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 // not stop the others; a stop stops all.
 func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline.EventManager, parts []*part,
 	g *guard, log *zap.Logger) {
-	defer m.wg.Done()
-	defer r.end()
-	defer func() {
-		endSpan(r.span, "") // first: a run no longer active has ended its span
-		r.runAfterDone()    // likewise, has freed what its starter holds for it
-		m.mu.Lock()
-		delete(m.active, r.StreamID)
-		m.mu.Unlock()
-		r.cancel(nil)
-	}()
-	if lease := m.acquireLease(r, log); lease != nil {
-		defer lease.Release()
-	}
+	m.own(r, log, func() string { return m.executeParts(ctx, r, chain, parts, g, log) })
+}
 
+// executeParts runs the models' chains, finishes the stream and returns
+// its status.
+func (m *Manager) executeParts(ctx context.Context, r *Run, chain *pipeline.EventManager, parts []*part,
+	g *guard, log *zap.Logger) string {
 	statuses := make([]string, len(parts))
 	reasons := make([]string, len(parts))
 	var wg sync.WaitGroup
@@ -185,6 +165,7 @@ func (m *Manager) executeSideBySide(ctx context.Context, r *Run, chain *pipeline
 	if err := m.opts.Streams.Finish(saveCtx, r.StreamID); err != nil {
 		log.Error("finishing the stream in the store failed", zap.Error(err))
 	}
+	return status
 }
 
 // runPart runs one model's chain, closes its blocks and saves its answer

@@ -10,7 +10,6 @@ import (
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/internal/conversation"
 	"github.com/chatpipe/chatpipe/internal/history"
-	"github.com/chatpipe/chatpipe/pipeline"
 )
 
 // StatelessRequest is a question asked with its history in hand, by a
@@ -54,20 +53,8 @@ func (m *Manager) StartStateless(ctx context.Context, req StatelessRequest) (*Ru
 	info.TraceID = traceID(span)
 	log := withTrace(m.log.With(zap.String("stream_id", id), zap.Bool("stateless", true)), span)
 	r, runCtx, g, p := m.launch(info, setup, log, false, span, nil)
-	cm := &pipeline.ChatManage{
-		TenantID:      tenant,
-		MessageID:     id,
-		Mode:          mode,
-		Query:         req.Question,
-		Emitter:       g,
-		Messages:      statelessHistory(req.History),
-		Models:        setup.Models,
-		Knowledge:     m.opts.Knowledge,
-		Approvals:     r.approvals,
-		Logger:        log,
-		RemoteTools:   m.opts.RemoteTools,
-		NoStreamRetry: req.NoStreamRetry,
-	}
+	cm := m.newChatManage(r, setup, request{messageID: id, query: req.Question, messages: statelessHistory(req.History),
+		emitter: g, log: log, noRetry: req.NoStreamRetry})
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{MessageID: id, Mode: mode, TraceID: info.TraceID}))
 	go m.execute(runCtx, r, chain, cm, g, p, log)
 	return r, nil

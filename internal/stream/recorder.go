@@ -2,19 +2,17 @@ package stream
 
 import (
 	"context"
-	"time"
 
 	"github.com/chatpipe/chatpipe/eventbus"
 )
 
-// Recorder is the bus subscriber that gives every event of one stream its
-// seq, stream id and timestamp, encodes it once, and appends it to the
-// store. It is the only place a seq is assigned. Subscribe it first so the
-// other subscribers see the seq.
+// Recorder is the bus subscriber that encodes every event of one stream
+// once and appends it to the store. The bus has stamped the event's seq,
+// stream id and time before any subscriber sees it, so the recorder may
+// be subscribed in any place.
 type Recorder struct {
 	store   Store
 	id      string
-	seq     int64
 	onError func(error)
 	failed  bool
 }
@@ -27,19 +25,16 @@ func NewRecorder(store Store, id string, onError func(error)) *Recorder {
 
 // Handle implements eventbus.Handler.
 func (r *Recorder) Handle(ev *eventbus.Event) {
-	r.seq++
-	ev.Seq = r.seq
-	ev.StreamID = r.id
-	ev.Time = time.Now().UnixMilli()
+	typ := ev.Type
 	data, err := eventbus.AppendJSON(make([]byte, 0, 112+len(r.id)+len(ev.Text)), ev)
 	if err != nil {
+		typ = eventbus.TypeError
 		// Keep seqs contiguous: a payload that cannot be encoded (a plugin's
-		// custom type) is replaced by an error event in its place.
-		*ev = eventbus.Event{Type: eventbus.TypeError, Seq: ev.Seq, StreamID: ev.StreamID, Time: ev.Time,
-			Payload: eventbus.Error{Code: "internal_error", Message: "An event could not be encoded and was dropped."}}
-		data, _ = eventbus.AppendJSON(nil, ev)
+		// custom type) is stored as an error event in its place.
+		data, _ = eventbus.AppendJSON(nil, &eventbus.Event{Type: eventbus.TypeError, Seq: ev.Seq, StreamID: ev.StreamID, Time: ev.Time,
+			Payload: eventbus.Error{Code: "internal_error", Message: "An event could not be encoded and was dropped."}})
 	}
-	err = r.store.Append(context.Background(), r.id, Record{Seq: ev.Seq, Type: string(ev.Type), Data: data})
+	err = r.store.Append(context.Background(), r.id, Record{Seq: ev.Seq, Type: string(typ), Data: data})
 	if err != nil && !r.failed {
 		r.failed = true
 		if r.onError != nil {
@@ -47,6 +42,3 @@ func (r *Recorder) Handle(ev *eventbus.Event) {
 		}
 	}
 }
-
-// LastSeq is the seq of the last recorded event.
-func (r *Recorder) LastSeq() int64 { return r.seq }

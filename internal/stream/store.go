@@ -39,7 +39,7 @@ var (
 type Store interface {
 	// Create starts an empty, live stream.
 	Create(ctx context.Context, id string) error
-	// Append adds a record; seqs are 1, 2, 3… as assigned by the recorder.
+	// Append adds a record; seqs are 1, 2, 3… as the stream's bus stamps them.
 	// It never waits for readers.
 	Append(ctx context.Context, id string, rec Record) error
 	// Finish marks the stream complete; readers drain and end, and the log
