@@ -61,7 +61,8 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 // BenchmarkSearch10kChunks measures Service.Search over 10,000 chunks,
-// keyword-only and hybrid, reporting per-query latency percentiles. The
+// keyword-only and hybrid, reporting per-query latency percentiles and
+// the process's CPU time per query (cpu-ms/op). The
 // "beside-another-tenant" runs repeat them after a second tenant has
 // stored the same 10,000 chunks: every match is found twice and half of
 // them must be passed over, the worst case of the tenant filter.
@@ -98,8 +99,12 @@ func BenchmarkSearch10kChunks(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var durations []time.Duration
 			hits, i := 0, 0
+			var cpuStart time.Duration
 			b.ReportAllocs()
 			for b.Loop() {
+				if i == 0 {
+					cpuStart = processCPU()
+				}
 				start := time.Now()
 				resp, err := svc.Search(context.Background(), retrieval.SearchRequest{Query: corpus.queries[i%len(corpus.queries)]})
 				durations = append(durations, time.Since(start))
@@ -108,6 +113,11 @@ func BenchmarkSearch10kChunks(b *testing.B) {
 				}
 				hits += len(resp.Hits)
 				i++
+			}
+			// CPU per search, corpus building and ingest left out: on a
+			// loaded machine wall times mean little.
+			if cpu := processCPU() - cpuStart; i > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms/op")
 			}
 			reportPercentiles(b, durations)
 			b.ReportMetric(float64(hits)/float64(i), "hits/op")

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -24,7 +25,9 @@ const maxLimit = 1000
 // 0.01 of it (docs/retrieval.md). The query is never passed to FTS5 as
 // syntax: it is cut into knowledge.QueryTerms, each quoted, and the terms
 // are ORed, so a chunk matching some of them is found and bm25 ranks
-// chunks matching more (and rarer) terms higher.
+// chunks matching more (and rarer) terms higher. Neighbouring words of
+// the query (knowledge.QueryProximities) found within a few terms of each
+// other in a chunk add their own bm25, a fifth of a term's weight.
 //
 // The tenants are kept inside the ranking query, before the limit: the
 // matches of other tenants are dropped as FTS5 yields them, so they never
@@ -62,13 +65,14 @@ func (s *Store) keywordSearch(ctx context.Context, tenants []string, query strin
 	if err != nil {
 		return nil, err
 	}
-	args := []any{expr, min(limit, maxLimit)}
+	proximity := proximityExpression(knowledge.QueryProximities(query))
+	args := []any{expr, min(limit, maxLimit), proximity}
 	filter := 0
 	if !only || alwaysFilter {
 		filter = len(tenants)
 		args = append(args, anys(tenants)...)
 	}
-	rows, err := tx.QueryContext(ctx, rankingSQL(filter), args...)
+	rows, err := tx.QueryContext(ctx, rankingSQL(filter, proximity != ""), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,28 +90,62 @@ func (s *Store) keywordSearch(ctx context.Context, tenants []string, query strin
 	return hits, rows.Err()
 }
 
+// proximityWeight is the weight of the proximity score in a chunk's
+// score, against 1 for its terms' (see KeywordSearch): on the evaluation
+// set 0.2 was best, 0.1 and 0.3 a little less good (docs/retrieval.md).
+const proximityWeight = 0.2
+
 // rankingSQL ranks in the subquery: FTS5 is the outer loop (CROSS JOIN
 // keeps the planner from turning it around) and each match's tenant is
 // read from the small index knowledge_chunks_tenant_of, never from the
 // chunk row with its text and embedding; only the tenants' matches are
-// sorted by score. Parameters: the match expression, the limit, then the
-// tenants filtered by; with filter 0 there is no tenant filter.
-func rankingSQL(filter int) string {
+// sorted by score. With proximity, the bm25 of the chunks matching the
+// proximity expression, found first, is added to their score, weighted
+// by proximityWeight. Parameters: the match expression, the limit, the
+// proximity expression (unused without proximity), then the tenants
+// filtered by; with filter 0 there is no tenant filter.
+func rankingSQL(filter int, proximity bool) string {
 	tenantFilter := ""
 	if filter > 0 {
 		tenantFilter = `CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
-		      WHERE m.tenant_id IN (?3` + strings.Repeat(",?", filter-1) + `) AND`
+		      WHERE m.tenant_id IN (?4` + strings.Repeat(",?", filter-1) + `) AND`
 	} else {
 		tenantFilter = `WHERE`
 	}
-	return `
+	with, score, join := `WITH p AS (SELECT ?3 AS unused)`, bm25, ""
+	if proximity {
+		// MATERIALIZED: the proximity matches are found once, not once
+		// per chunk of the outer match.
+		with = `WITH p AS MATERIALIZED (SELECT rowid AS seq, ` + bm25 + ` AS score FROM knowledge_fts WHERE knowledge_fts MATCH ?3)`
+		score += ` + ` + strconv.FormatFloat(proximityWeight, 'f', -1, 64) + ` * coalesce(p.score, 0)`
+		join = `LEFT JOIN p ON p.seq = knowledge_fts.rowid`
+	}
+	return with + `
 	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, f.score
-	FROM (SELECT knowledge_fts.rowid AS seq, bm25(knowledge_fts, 10.0, 1.0, 1.0) AS score
-	      FROM knowledge_fts ` + tenantFilter + ` knowledge_fts MATCH ?1
+	FROM (SELECT knowledge_fts.rowid AS seq, ` + score + ` AS score
+	      FROM knowledge_fts ` + join + ` ` + tenantFilter + ` knowledge_fts MATCH ?1
 	      ORDER BY score LIMIT ?2) AS f
 	JOIN knowledge_chunks c ON c.seq = f.seq
 	JOIN knowledge_documents d ON d.id = c.document_id
 	ORDER BY f.score, c.seq`
+}
+
+// bm25 is a chunk's keyword score, lower is better: a match in the title
+// field weighs ten times one in the heading or text.
+const bm25 = `bm25(knowledge_fts, 10.0, 1.0, 1.0)`
+
+// proximityExpression ORs a NEAR group of each pair of terms (see
+// knowledge.QueryProximities), each term quoted as in matchExpression; ""
+// when there is none.
+func proximityExpression(pairs [][2]string) string {
+	var b strings.Builder
+	for _, p := range pairs {
+		if b.Len() > 0 {
+			b.WriteString(" OR ")
+		}
+		fmt.Fprintf(&b, `NEAR("%s" "%s", %d)`, strings.ReplaceAll(p[0], `"`, `""`), strings.ReplaceAll(p[1], `"`, `""`), knowledge.ProximityWindow)
+	}
+	return b.String()
 }
 
 // holdsOnly reports whether every document belongs to one of tenants:
