@@ -33,17 +33,23 @@ const maxLimit = 1000
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
-	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), query, limit, false)
+	return s.KeywordSearchTerms(ctx, tenantIDs, knowledge.QueryTerms(query), limit)
+}
+
+// KeywordSearchTerms is KeywordSearch for terms given as they are (see
+// knowledge.Store.KeywordSearchTerms).
+func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
+	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), terms, limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
 	return hits, nil
 }
 
-// keywordSearch is KeywordSearch; alwaysFilter keeps the tenant filter
-// where it would drop nothing (for tests).
-func (s *Store) keywordSearch(ctx context.Context, tenants []string, query string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	expr := matchExpression(knowledge.QueryTerms(query))
+// keywordSearch is KeywordSearchTerms; alwaysFilter keeps the tenant
+// filter where it would drop nothing (for tests).
+func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
+	expr := matchExpression(terms)
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
