@@ -21,7 +21,7 @@ var (
 	// "to hit") that sharing them says little.
 	maxGlossDF = flag.Int("gloss-df", 30, "most words sharing a gloss")
 	// maxChineseRelated bounds the words kept for one word.
-	maxChineseRelated = flag.Int("zh-related", 6, "most related words kept for a Chinese word")
+	maxChineseRelated = flag.Int("zh-related", 3, "most related words kept for a Chinese word")
 )
 
 // minWordRunes, maxWordRunes: the words kept (single characters are

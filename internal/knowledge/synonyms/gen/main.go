@@ -1,18 +1,14 @@
-// Command gen builds the tables of package synonyms from two third-party
-// lexical resources, at development time (the resources are not shipped,
-// only the compact tables drawn from them):
-//
-//   - WordNet 3.0 (Princeton University; Debian package wordnet-base,
-//     /usr/share/wordnet): English words sharing a synset;
-//   - CC-CEDICT (MDBG, CC BY-SA 4.0; the file cedict_ts.u8): Chinese
-//     words sharing an English gloss ("修改 to alter" ~ "改变 to alter").
+// Command gen builds the table of package synonyms from a third-party
+// lexical resource, at development time (the resource is not shipped,
+// only the compact table drawn from it): CC-CEDICT (MDBG, CC BY-SA 4.0;
+// the file cedict_ts.u8), Chinese words sharing a specific English gloss
+// ("修改 to alter" ~ "改动 to alter").
 //
 // Usage, from this directory:
 //
-//	go run . -wordnet /usr/share/wordnet -cedict /path/to/cedict_ts.u8 -out ..
+//	go run . -cedict /path/to/cedict_ts.u8 -out ..
 //
-// Run it again whenever knowledge.Terms changes (the English keys are
-// stems). See ../SOURCES.md for where the resources come from.
+// See ../SOURCES.md for where the resource comes from.
 package main
 
 import (
@@ -28,19 +24,11 @@ import (
 )
 
 func main() {
-	wordnet := flag.String("wordnet", "/usr/share/wordnet", "WordNet 3.0 database directory (index.* and data.* files)")
 	cedict := flag.String("cedict", "", "CC-CEDICT file (cedict_ts.u8)")
 	out := flag.String("out", "..", "directory the tables are written to")
 	flag.Parse()
 	if *cedict == "" {
 		log.Fatal("gen: -cedict is required")
-	}
-	en, err := englishTable(*wordnet)
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := writeTable(filepath.Join(*out, "en.tsv.gz"), en); err != nil {
-		log.Fatal(err)
 	}
 	zh, err := chineseTable(*cedict)
 	if err != nil {
