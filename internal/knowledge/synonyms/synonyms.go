@@ -1,7 +1,7 @@
 // Package synonyms holds a compact table of related Chinese words drawn
 // from a third-party dictionary, for query expansion in keyword search:
 // words sharing a specific English gloss in CC-CEDICT ("修改 to alter" ~
-// "改动 to alter"), used as a pivot between two Chinese words. The table
+// "变更 to alter"), used as a pivot between two Chinese words. The table
 // is built at development time by ./gen (see SOURCES.md for the resource
 // and its licence) and embedded; it is read on first use, never at
 // start-up.

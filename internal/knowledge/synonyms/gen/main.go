@@ -2,7 +2,7 @@
 // lexical resource, at development time (the resource is not shipped,
 // only the compact table drawn from it): CC-CEDICT (MDBG, CC BY-SA 4.0;
 // the file cedict_ts.u8), Chinese words sharing a specific English gloss
-// ("修改 to alter" ~ "改动 to alter").
+// ("修改 to alter" ~ "变更 to alter").
 //
 // Usage, from this directory:
 //
