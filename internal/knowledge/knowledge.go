@@ -146,6 +146,11 @@ type Store interface {
 	// chunks: other tenants' chunks never take a place. One call covers a
 	// tenant's own and the shared chunks, in one ranking query.
 	KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]Hit, error)
+	// KeywordSearchTerms is KeywordSearch for terms already made (as
+	// Terms makes them: stems, bigrams), searched as they are, none left
+	// out and none added: how a query's expansion (ExpansionTerms) is
+	// searched. Scores are on KeywordSearch's scale.
+	KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]Hit, error)
 	// VectorSearch ranks the tenant's embedded chunks by cosine similarity
 	// to vector. Chunks whose embedding has another dimension, and chunks
 	// with a similarity of 0 or less, are not returned. The limit applies

@@ -66,13 +66,26 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 }
 
 // keywordSearch is the store's keyword search over tenantID's and the
-// shared chunks, best limit first: one store query for both.
+// shared chunks, best limit first: one store query for both, and one
+// more for the query's expansion (ExpansionTerms) when it has one.
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.KeywordSearch(ctx, tenants, query, limit)
+	hits, err := s.store.KeywordSearch(ctx, tenants, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	expansion := ExpansionTerms(query)
+	if len(expansion) == 0 {
+		return hits, nil
+	}
+	more, err := s.store.KeywordSearchTerms(ctx, tenants, expansion, limit)
+	if err != nil {
+		return nil, err
+	}
+	return addExpansion(hits, more, expansionWeight, limit), nil
 }
 
 // storeVectorSearch is the store's vector search over tenantID's and the

@@ -109,6 +109,38 @@ var keywordTests = []test{
 		}
 	}},
 
+	{"KeywordSearchTermsSearchesTheTermsAsGiven", func(t *testing.T, s knowledge.Store) {
+		// A query's expansion is searched as terms (knowledge.ExpansionTerms):
+		// the bigram 变更 finds the page saying it, and no character of it
+		// is added, so the page sharing only 变 is not found.
+		addParagraphs(t, s, "changes", "发布说明", "每次发布的变更都记在这里。")
+		addParagraphs(t, s, "other", "天气", "天气变冷了，记得加衣服。")
+		addParagraphs(t, s, "en", "Notes", "Every released change is listed here.")
+		hits, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, []string{"变更"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := docIDs(hits); !slices.Equal(got, []string{"changes"}) || hits[0].Score <= 0 {
+			t.Errorf("KeywordSearchTerms(变更) = %v (%+v), want the changes page alone", got, hits)
+		}
+		// Stems are searched as they are, with the query's scores: the
+		// same terms rank as KeywordSearch ranks the query they come from.
+		viaTerms, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, []string{"releas", "chang"}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaQuery := keyword(t, s, "released changes", 10)
+		if len(viaTerms) != 1 || len(viaQuery) != 1 || viaTerms[0].ChunkID != viaQuery[0].ChunkID ||
+			math.Abs(viaTerms[0].Score-viaQuery[0].Score) > 1e-9 {
+			t.Errorf("KeywordSearchTerms(releas chang) = %+v, want what KeywordSearch(released changes) finds, %+v", viaTerms, viaQuery)
+		}
+		for _, terms := range [][]string{nil, {}, {""}} {
+			if hits, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, terms, 10); err != nil || len(hits) != 0 {
+				t.Errorf("KeywordSearchTerms(%q) = %v, %v; want nothing", terms, chunkIDs(hits), err)
+			}
+		}
+	}},
+
 	{"LimitBoundsTheHits", func(t *testing.T, s knowledge.Store) {
 		for i := range 8 {
 			addParagraphs(t, s, fmt.Sprintf("d%d", i), "T", fmt.Sprintf("common word number %d", i))

@@ -306,8 +306,8 @@ func TestQueryExpressionQuotesEveryTermOnce(t *testing.T) {
 		"Ünïcödé unicode":        `'unicod'`, // folded alike, then once
 		"'; DROP TABLE x; -- \\": `'drop' | 'tabl' | 'x'`,
 	} {
-		if got := queryExpression(query); got != want {
-			t.Errorf("queryExpression(%q) = %s, want %s", query, got, want)
+		if got := termsExpression(knowledge.WordQueryTerms(query)); got != want {
+			t.Errorf("termsExpression(WordQueryTerms(%q)) = %s, want %s", query, got, want)
 		}
 	}
 }

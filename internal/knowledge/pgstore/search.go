@@ -29,11 +29,17 @@ const maxLimit = 1000
 // with ts_rank (every normalisation but 2, 6 and 8; SQLite's bm25: 0.94)
 // and 0.84 to 0.90 with ts_rank_cd (see recall_test.go).
 //
-// The query is never parsed as syntax (see queryExpression). The tenants
+// The query is never parsed as syntax (see termsExpression). The tenants
 // are kept before the limit, so other tenants' chunks never take a place,
 // and only the kept, best `limit` chunks are joined with their documents.
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
-	expr := queryExpression(query)
+	return s.KeywordSearchTerms(ctx, tenantIDs, knowledge.WordQueryTerms(query), limit)
+}
+
+// KeywordSearchTerms is KeywordSearch for terms given as they are (see
+// knowledge.Store.KeywordSearchTerms).
+func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
+	expr := termsExpression(terms)
 	tenants := knowledge.TenantList(tenantIDs)
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil

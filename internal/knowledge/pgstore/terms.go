@@ -29,20 +29,21 @@ func termsSQL(title, others string) string {
 // indexText is what the terms column is parsed from for text.
 func indexText(text string) string { return knowledge.FoldLatin(knowledge.IndexText(text)) }
 
-// queryExpression is a to_tsquery expression ORing the query's terms, or
-// "" when it has none. The index holds the single characters of Chinese
-// (and other unspaced) text as well as its bigrams, but the query asks
-// for the bigrams only (knowledge.WordQueryTerms): ts_rank has no inverse
+// termsExpression is a to_tsquery expression ORing terms (their Latin
+// accents folded), or "" when there are none. KeywordSearch passes a
+// query's knowledge.WordQueryTerms: the index holds the single characters
+// of Chinese (and other unspaced) text as well as its bigrams, but the
+// query asks for the bigrams only, because ts_rank has no inverse
 // document frequency, so a common character would weigh as much as a
 // word (over the conformance suite, 怎么取消生成 then found the wrong
 // document first). Each term is quoted, so nothing in it is operator
 // syntax; to_tsquery parses the quoted text as to_tsvector parsed the
 // index, so a term the parser splits becomes a phrase of its parts and
 // still matches.
-func queryExpression(query string) string {
+func termsExpression(terms []string) string {
 	var b strings.Builder
 	seen := map[string]bool{}
-	for _, t := range knowledge.WordQueryTerms(query) {
+	for _, t := range terms {
 		t = knowledge.FoldLatin(t)
 		if t == "" || seen[t] {
 			continue

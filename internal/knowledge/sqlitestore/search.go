@@ -36,17 +36,30 @@ const maxLimit = 1000
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
-	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), query, limit, false)
+	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), knowledge.QueryTerms(query),
+		knowledge.QueryProximities(query), limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
 	return hits, nil
 }
 
-// keywordSearch is KeywordSearch; alwaysFilter keeps the tenant filter
-// where it would drop nothing (for tests).
-func (s *Store) keywordSearch(ctx context.Context, tenants []string, query string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	expr := matchExpression(knowledge.QueryTerms(query))
+// KeywordSearchTerms is KeywordSearch for terms given as they are (see
+// knowledge.Store.KeywordSearchTerms), with no proximity bonus: the terms
+// are not words of a sentence.
+func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
+	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), terms, nil, limit, false)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	return hits, nil
+}
+
+// keywordSearch ranks the chunks matching terms, with the proximity
+// bonus of pairs (nil = none); alwaysFilter keeps the tenant filter where
+// it would drop nothing (for tests).
+func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
+	expr := matchExpression(terms)
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -65,7 +78,7 @@ func (s *Store) keywordSearch(ctx context.Context, tenants []string, query strin
 	if err != nil {
 		return nil, err
 	}
-	proximity := proximityExpression(knowledge.QueryProximities(query))
+	proximity := proximityExpression(pairs)
 	args := []any{expr, min(limit, maxLimit), proximity}
 	filter := 0
 	if !only || alwaysFilter {

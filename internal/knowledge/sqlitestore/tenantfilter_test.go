@@ -62,11 +62,11 @@ func TestUnfilteredRankingIsTheFilteredOne(t *testing.T) {
 	tenants := []string{knowledge.DefaultTenant}
 	total := 0
 	for i, q := range corpus.Queries[:100] {
-		got, err := s.keywordSearch(ctx, tenants, q, 20, false)
+		got, err := s.keywordSearch(ctx, tenants, knowledge.QueryTerms(q), knowledge.QueryProximities(q), 20, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := s.keywordSearch(ctx, tenants, q, 20, true)
+		want, err := s.keywordSearch(ctx, tenants, knowledge.QueryTerms(q), knowledge.QueryProximities(q), 20, true)
 		if err != nil {
 			t.Fatal(err)
 		}
