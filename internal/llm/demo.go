@@ -139,7 +139,7 @@ func (d *Demo) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error)
 // splitWords cuts s into words that keep their trailing space, so the
 // pieces concatenate back to s.
 func splitWords(s string) []string {
-	var out []string
+	out := make([]string, 0, strings.Count(s, " ")+1) // held for the whole stream: no growth slack
 	for s != "" {
 		i := strings.IndexByte(s, ' ')
 		if i < 0 {
