@@ -48,6 +48,9 @@ type Server struct {
 	// X-Real-IP headers name the client; empty = trust no one (the client
 	// is the socket's peer).
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// Pprof serves Go's runtime profiles at /debug/pprof/ (heap,
+	// goroutine, CPU), for diagnosing memory and CPU on a running server.
+	Pprof bool `mapstructure:"pprof"`
 }
 
 // Log configures zap.

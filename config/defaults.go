@@ -105,6 +105,7 @@ func builtinDefaults() map[string]any {
 			"shutdown_grace":      "20s",
 			"body_read_timeout":   "30s",
 			"trusted_proxies":     []any{},
+			"pprof":               false,
 		},
 		"log": map[string]any{
 			"level":  "info",

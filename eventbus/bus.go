@@ -1,6 +1,7 @@
 package eventbus
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -31,22 +32,37 @@ type Handler func(ev *Event)
 // streams, and its Unsubscribe cannot tell closures apart, so subscribers
 // are attached for the bus's whole life instead of removed.
 //
+// A handler is attached to a topic of the library only when the first
+// event of that type is emitted, in subscription order: a stream emits a
+// handful of the types, and attaching every handler to every known type up
+// front cost each live stream about a hundred of the library's handler
+// records.
+//
 // The bus stamps every event with the stream's id, its seq (1, 2, 3 … in
 // publish order) and the time before any subscriber sees it, so no
 // subscriber depends on another having run first.
 type Bus struct {
 	mu       sync.Mutex // also held across a publish: seq order is delivery order
 	lib      evbus.Bus
-	all      []Handler     // handlers that see every type
-	topics   map[Type]bool // topics the "all" handlers are attached to
+	subs     []subscription
+	attached map[Type]bool // topics whose handlers are attached
 	streamID string
 	seq      int64
 	now      func() time.Time
 }
 
+// subscription is one Subscribe call: its handler and its types (none =
+// every type).
+type subscription struct {
+	h     Handler
+	types []Type
+}
+
+func (s subscription) wants(t Type) bool { return len(s.types) == 0 || slices.Contains(s.types, t) }
+
 // NewBus returns an empty bus for stream streamID.
 func NewBus(streamID string) *Bus {
-	return &Bus{lib: evbus.New(), topics: make(map[Type]bool, len(AllTypes)), streamID: streamID, now: time.Now}
+	return &Bus{lib: evbus.New(), attached: make(map[Type]bool, 8), streamID: streamID, now: time.Now}
 }
 
 // Subscribe attaches h to the given types, or to every type (built-in and
@@ -54,18 +70,12 @@ func NewBus(streamID string) *Bus {
 func (b *Bus) Subscribe(h Handler, types ...Type) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(types) == 0 {
-		b.all = append(b.all, h)
-		for _, t := range AllTypes {
-			b.topics[t] = true
-		}
-		for t := range b.topics {
+	s := subscription{h: h, types: slices.Clone(types)}
+	b.subs = append(b.subs, s)
+	for t := range b.attached { // topics already emitted get it at once
+		if s.wants(t) {
 			b.attach(t, h)
 		}
-		return
-	}
-	for _, t := range types {
-		b.attach(t, h)
 	}
 }
 
@@ -83,10 +93,12 @@ func (b *Bus) attach(t Type, h Handler) {
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.topics[ev.Type] {
-		b.topics[ev.Type] = true
-		for _, h := range b.all {
-			b.attach(ev.Type, h)
+	if !b.attached[ev.Type] {
+		b.attached[ev.Type] = true
+		for _, s := range b.subs {
+			if s.wants(ev.Type) {
+				b.attach(ev.Type, s.h)
+			}
 		}
 	}
 	b.seq++

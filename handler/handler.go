@@ -93,6 +93,9 @@ func New(deps Deps) http.Handler {
 	if deps.Metrics != nil {
 		r.GET(deps.Config().Metrics.Path, gin.WrapH(deps.Metrics.Handler()))
 	}
+	if deps.Config().Server.Pprof {
+		routePprof(r)
+	}
 
 	api := r.Group("/api/v1", h.authenticate, h.rateLimit)
 	api.POST("/sessions", h.createSession)

@@ -41,7 +41,8 @@ func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
 	}
 	defer sub.Close()
 
-	recs, done, err := sub.Fetch(make([]stream.Record, 0, 64))
+	// Sized for a live tail (a few records a wake-up); a replay grows it.
+	recs, done, err := sub.Fetch(make([]stream.Record, 0, 8))
 	if errors.Is(err, stream.ErrExpired) {
 		h.sendResync(c, id)
 		return
@@ -138,7 +139,9 @@ func (h *Handler) sendResync(c *gin.Context, id string) {
 // sseWriter writes SSE frames with one write and one flush per batch, and
 // a fresh write deadline per batch: a client that stops reading is cut
 // after the write timeout instead of holding the connection forever, while
-// a stream may last as long as it needs.
+// a stream may last as long as it needs. Its buffer starts at a live
+// tail's batch (a frame or two) and grows for a replay: every live stream
+// holds one.
 type sseWriter struct {
 	c       *gin.Context
 	rc      *http.ResponseController
@@ -155,7 +158,7 @@ func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	w := &sseWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, buf: make([]byte, 0, 4096)}
+	w := &sseWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, buf: make([]byte, 0, 512)}
 	liftBodyDeadline(w.rc)
 	// Ask EventSource to reconnect quickly after a dropped connection.
 	w.buf = append(w.buf, "retry: 1000\n\n"...)

@@ -44,6 +44,9 @@ To hold many streams open at once, serve a demo model with chunk_delay set.
 flags:
 `
 
+// benchDefaultQuestion is asked in every session unless -question says otherwise.
+const benchDefaultQuestion = "What does chatpipe stream, and how do I resume a stream?"
+
 type benchOptions struct {
 	server, key, mode, question, metricsPath string
 	streams, pid                             int
@@ -58,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.server, "server", "http://127.0.0.1:8080", "the server's base URL")
 	fs.StringVar(&o.key, "key", "", "API key, when the server has auth.keys")
 	fs.StringVar(&o.mode, "mode", "chat", "chat mode of the sessions")
-	fs.StringVar(&o.question, "question", "What does chatpipe stream, and how do I resume a stream?", "the question asked in every session")
+	fs.StringVar(&o.question, "question", benchDefaultQuestion, "the question asked in every session")
 	fs.IntVar(&o.streams, "streams", 200, "concurrent streams (one session each)")
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id, to read its CPU and memory from /proc")
 	fs.StringVar(&o.metricsPath, "metrics", "/metrics", "the server's metrics path (when -pid is not given)")

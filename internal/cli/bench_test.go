@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/llm"
 )
 
 func runBenchCmd(t *testing.T, args ...string) (int, string) {
@@ -95,5 +96,62 @@ func TestBenchRefusesBadInputClearly(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("%v: exit %d, want %d with %q\n%s", tc.args, code, tc.code, tc.want, out)
 		}
+	}
+}
+
+// The reference server serves the bench's whole contract: the bench runs
+// against it (with and without -pid) and prints every figure, and each
+// turn leaves the question and the answer saved.
+func TestBenchRunsAgainstTheReferenceServer(t *testing.T) {
+	db, err := openReferenceDB(filepath.Join(t.TempDir(), "ref.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	srv := httptest.NewServer(newBenchReference(db, time.Millisecond))
+	defer srv.Close()
+	for _, probe := range [][]string{nil, {"-pid", strconv.Itoa(os.Getpid())}} {
+		code, out := runBenchCmd(t, append([]string{"-server", srv.URL, "-streams", "5"}, probe...)...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`finished\s+completed 5; failed 0`),
+			regexp.MustCompile(`first token\s+p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms  \(5 streams\)`),
+			regexp.MustCompile(`server CPU\s+\S+, [0-9.]+ µs per frame`),
+			regexp.MustCompile(`server RSS\s+before [0-9.]+ MiB, peak [0-9.]+ MiB`),
+		} {
+			if !want.MatchString(out) {
+				t.Errorf("probe %v: output lacks %q\n%s", probe, want, out)
+			}
+		}
+	}
+	thinking, answer := llm.DemoReply(benchDefaultQuestion)
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE role = 'user' AND content = ?`, benchDefaultQuestion).Scan(&n); err != nil || n != 10 {
+		t.Errorf("questions saved: %d, %v; want 10", n, err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE role = 'assistant' AND content = ? AND thinking = ?`, answer, thinking).Scan(&n); err != nil || n != 10 {
+		t.Errorf("answers saved: %d, %v; want 10", n, err)
+	}
+}
+
+// The command listens, says where, and shuts down cleanly when its
+// context ends (here: at once); arguments after the flags are refused.
+func TestBenchReferenceServesUntilCancelled(t *testing.T) {
+	c, ok := Lookup("bench-reference")
+	if !ok {
+		t.Fatal("bench-reference is not registered")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	code := Main(ctx, c, []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "data", "ref.db")}, &out, &out)
+	if code != 0 || !regexp.MustCompile(`serving on http://127\.0\.0\.1:[1-9][0-9]* \(chunk delay 30ms\)`).MatchString(out.String()) {
+		t.Errorf("exit %d\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := Main(ctx, c, []string{"extra"}, &out, &out); code != 2 {
+		t.Errorf("an argument after the flags: exit %d, want 2\n%s", code, out.String())
 	}
 }

@@ -62,55 +62,75 @@ func (d *Demo) Generate(ctx context.Context, in []*schema.Message, opts ...model
 }
 
 // Stream streams the reply word by word: reasoning first, then content,
-// then a usage chunk. It stops as soon as ctx ends or the reader closes.
+// then a usage chunk. It stops as soon as ctx ends.
+//
+// The stream has no goroutine of its own: each chunk is made, after the
+// pause, inside the reader's Recv (eino's convert reader over an array of
+// empty slots, one per chunk). A pump goroutine would cost every live
+// answer a stack and a channel for nothing, and closing the reader needs
+// nothing stopped.
 func (d *Demo) Stream(ctx context.Context, in []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
 	th, ans, split := demoReply(lastUserText(in))
-	sr, sw := schema.Pipe[*schema.Message](1)
-	go func() {
-		defer sw.Close()
-		var timer *time.Timer
-		if d.ChunkDelay > 0 {
-			timer = time.NewTimer(d.ChunkDelay)
-			defer timer.Stop()
+	thinking, answer := split(th), split(ans)
+	c := &demoChunks{ctx: ctx, delay: d.ChunkDelay, thinking: thinking, answer: answer}
+	for _, m := range in {
+		c.prompt += len(m.Content) / 4
+	}
+	slots := make([]struct{}, len(thinking)+len(answer)+1) // the usage chunk last; zero-size, no allocation
+	return schema.StreamReaderWithConvert(schema.StreamReaderFromArray(slots), c.next), nil
+}
+
+// demoChunks makes the demo stream's chunks one Recv at a time (a
+// StreamReader has one consumer, so no lock).
+type demoChunks struct {
+	ctx              context.Context
+	delay            time.Duration
+	timer            *time.Timer
+	thinking, answer []string
+	prompt           int
+	sent             int
+	ended            bool // ctx ended: its error was returned, the rest is dropped
+}
+
+// next waits the chunk delay and returns the next chunk; once ctx has
+// ended it returns ctx's error once and drops every later slot, so the
+// reader sees that error and then io.EOF.
+func (c *demoChunks) next(struct{}) (*schema.Message, error) {
+	if c.ended {
+		return nil, schema.ErrNoValue
+	}
+	if c.delay > 0 {
+		if c.timer == nil {
+			c.timer = time.NewTimer(c.delay)
+		} else {
+			c.timer.Reset(c.delay)
 		}
-		send := func(m *schema.Message) bool {
-			if timer != nil {
-				timer.Reset(d.ChunkDelay)
-				select {
-				case <-ctx.Done():
-					sw.Send(nil, ctx.Err())
-					return false
-				case <-timer.C:
-				}
-			} else if ctx.Err() != nil {
-				sw.Send(nil, ctx.Err())
-				return false
-			}
-			return !sw.Send(m, nil)
+		select {
+		case <-c.ctx.Done():
+			c.timer.Stop()
+		case <-c.timer.C:
 		}
-		completion := 0
-		for _, w := range split(th) {
-			completion++
-			if !send(&schema.Message{Role: schema.Assistant, ReasoningContent: w}) {
-				return
-			}
-		}
-		for _, w := range split(ans) {
-			completion++
-			if !send(&schema.Message{Role: schema.Assistant, Content: w}) {
-				return
-			}
-		}
-		prompt := 0
-		for _, m := range in {
-			prompt += len(m.Content) / 4
-		}
-		send(&schema.Message{Role: schema.Assistant, ResponseMeta: &schema.ResponseMeta{
-			FinishReason: "stop",
-			Usage:        &schema.TokenUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
-		}})
-	}()
-	return sr, nil
+	}
+	if err := c.ctx.Err(); err != nil {
+		c.ended = true
+		return nil, err
+	}
+	i := c.sent
+	c.sent++
+	switch {
+	case i < len(c.thinking):
+		return &schema.Message{Role: schema.Assistant, ReasoningContent: c.thinking[i]}, nil
+	case i < len(c.thinking)+len(c.answer):
+		return &schema.Message{Role: schema.Assistant, Content: c.answer[i-len(c.thinking)]}, nil
+	}
+	completion := len(c.thinking) + len(c.answer)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	return &schema.Message{Role: schema.Assistant, ResponseMeta: &schema.ResponseMeta{
+		FinishReason: "stop",
+		Usage:        &schema.TokenUsage{PromptTokens: c.prompt, CompletionTokens: completion, TotalTokens: c.prompt + completion},
+	}}, nil
 }
 
 // WithTools returns the demo itself: it never calls tools.
@@ -119,7 +139,7 @@ func (d *Demo) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error)
 // splitWords cuts s into words that keep their trailing space, so the
 // pieces concatenate back to s.
 func splitWords(s string) []string {
-	var out []string
+	out := make([]string, 0, strings.Count(s, " ")+1) // held for the whole stream: no growth slack
 	for s != "" {
 		i := strings.IndexByte(s, ' ')
 		if i < 0 {

@@ -8,8 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudwego/eino/schema"
+	"go.uber.org/goleak"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/citation"
@@ -173,5 +175,75 @@ func TestDemoNeverQuotesCodeAsASentence(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("sentences = %q", got)
+	}
+}
+
+// The demo's stream is driven by its reader: an open stream mid-answer
+// holds no goroutine (one per live answer would cost a stack each), and a
+// cancelled context ends it with the context's error, then io.EOF. Not
+// parallel: it counts goroutines.
+func TestDemoStreamRunsInItsReaderAndEndsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := goleak.IgnoreCurrent()
+	defer goleak.VerifyNone(t, before)
+	sr, err := NewDemo(time.Millisecond).Stream(ctx, []*schema.Message{schema.UserMessage("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	for i := 0; i < 3; i++ {
+		m, err := sr.Recv()
+		if err != nil || m.ReasoningContent == "" {
+			t.Fatalf("chunk %d = %+v, %v; want thinking", i, m, err)
+		}
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Fatalf("a live demo stream holds a goroutine: %v", err)
+	}
+	cancel()
+	if _, err := sr.Recv(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("after cancel Recv = %v, want context.Canceled", err)
+	}
+	if _, err := sr.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the error Recv = %v, want io.EOF", err)
+	}
+}
+
+// Streamed with a pause between chunks, the demo sends every word of its
+// reply once and ends with the usage, whose completion count is the
+// number of chunks.
+func TestDemoStreamPacedSendsTheWholeReplyAndUsage(t *testing.T) {
+	t.Parallel()
+	sr, err := NewDemo(100*time.Microsecond).Stream(context.Background(), []*schema.Message{schema.UserMessage("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	var th, ans strings.Builder
+	chunks := 0
+	var usage *schema.TokenUsage
+	for {
+		m, err := sr.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ResponseMeta != nil {
+			usage = m.ResponseMeta.Usage
+			continue
+		}
+		chunks++
+		th.WriteString(m.ReasoningContent)
+		ans.WriteString(m.Content)
+	}
+	wantTh, wantAns := DemoReply("hello")
+	if th.String() != wantTh || ans.String() != wantAns {
+		t.Errorf("streamed %q / %q, want %q / %q", th.String(), ans.String(), wantTh, wantAns)
+	}
+	if usage == nil || usage.CompletionTokens != chunks {
+		t.Errorf("usage %+v, want %d completion tokens", usage, chunks)
 	}
 }
