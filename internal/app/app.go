@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
-	a.keys.Store(auth.New(cfg.Auth))
+	a.keys.Store(auth.New(authOptions(cfg)))
 
 	if a.history, err = openHistory(ctx, cfg); err != nil {
 		return nil, err
@@ -136,10 +136,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		_ = a.closeStores()
 		return nil, err
 	}
-	if a.cache, err = cache.Open(cfg); err != nil {
+	cacheOpts, err := cacheOptions(cfg)
+	if err != nil {
 		_ = a.closeStores()
 		return nil, err
 	}
+	a.cache = cache.Open(cacheOpts)
 	observers := opts.Observers
 	if cfg.Metrics.Enabled {
 		a.metrics = metrics.New()
@@ -305,14 +307,14 @@ func OpenKnowledge(ctx context.Context, cfg *config.Config, logger *zap.Logger, 
 	}
 	var emb embedding.Embedder
 	if cfg.Knowledge.Embedding.Provider != "" {
-		e, err := knowledge.NewOpenAIEmbedder(cfg.Knowledge.Embedding, httpClient)
+		e, err := knowledge.NewOpenAIEmbedder(EmbeddingOptions(cfg), httpClient)
 		if err != nil {
 			_ = store.Close()
 			return nil, fmt.Errorf("knowledge.embedding: %w", err)
 		}
 		emb = e
 	}
-	return knowledge.NewService(store, emb, cfg.Knowledge, logger), nil
+	return knowledge.NewService(store, emb, KnowledgeOptions(cfg), logger), nil
 }
 
 // openStreams opens the stream store: memory for one server; for
@@ -330,7 +332,7 @@ func (a *App) openStreams(ctx context.Context, cfg *config.Config) error {
 		return nil
 	}
 	routeRedisLogs(a.log)
-	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
+	rs, err := redisstore.Open(ctx, redisOptions(cfg), redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
 	if err != nil {
 		_ = a.localStreams.Close()
 		return fmt.Errorf("redis.addr: %w", err)
@@ -358,7 +360,7 @@ type modelUser interface{ ModelName() string }
 
 // buildSetup builds the models and every mode's chain of cfg.
 func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
-	models, err := llm.NewRegistry(cfg.Models, llm.RegistryOptions{HTTPClient: a.opts.HTTPClient})
+	models, err := llm.NewRegistry(ModelOptions(cfg.Models), llm.RegistryOptions{HTTPClient: a.opts.HTTPClient})
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +434,8 @@ func (a *App) apply(cfg *config.Config) error {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
-	a.keys.Store(auth.New(cfg.Auth))
-	a.knowledge.Reconfigure(cfg.Knowledge)
+	a.keys.Store(auth.New(authOptions(cfg)))
+	a.knowledge.Reconfigure(KnowledgeOptions(cfg))
 	a.mcpClients.Apply(cfg.MCP.Servers)
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil

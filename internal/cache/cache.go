@@ -6,11 +6,7 @@ package cache
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/go-viper/mapstructure/v2"
-
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/pipeline"
 )
 
@@ -26,34 +22,23 @@ const DefaultMaxBytes = 64 << 20
 // ErrTooLarge is returned by Set for a value the store will never keep.
 var ErrTooLarge = errors.New("cache: value larger than the store's budget")
 
-// Open returns the store cfg asks for: Redis (config.Redis, keys under its
-// key_prefix) when stream_store is redis, because replicas then share
-// streams and should share answers too; otherwise memory with the budget
-// plugins.response_cache.max_bytes. Both are read at start only.
-func Open(cfg *config.Config) (Store, error) {
-	if cfg.StreamStore == "redis" {
-		return NewRedis(cfg.Redis), nil
-	}
-	budget, err := MemoryBudget(cfg.Plugins)
-	if err != nil {
-		return nil, err
-	}
-	return NewMemory(MemoryOptions{MaxBytes: budget}), nil
+// Options choose the store Open returns. They are read at start only.
+type Options struct {
+	// Shared makes the store Redis, so that replicas, which share
+	// streams, share answers too; off, it is memory.
+	Shared bool
+	// Redis is the server of the shared store.
+	Redis RedisOptions
+	// MaxBytes is the memory store's budget, all values together;
+	// 0 = DefaultMaxBytes.
+	MaxBytes int64
 }
 
-// MemoryBudget reads plugins.response_cache.max_bytes from the plugin
-// sections: the memory store's budget, shared by every mode.
-func MemoryBudget(sections map[string]map[string]any) (int64, error) {
-	v, ok := sections["response_cache"]["max_bytes"]
-	if !ok || v == nil {
-		return DefaultMaxBytes, nil
+// Open returns the store opts ask for: Redis when Shared, otherwise
+// memory with the budget MaxBytes.
+func Open(opts Options) Store {
+	if opts.Shared {
+		return NewRedis(opts.Redis)
 	}
-	var n int64
-	if err := mapstructure.WeakDecode(v, &n); err != nil || n < 0 {
-		return 0, fmt.Errorf("plugins.response_cache.max_bytes: want a number of bytes, 0 or more, got %v", v)
-	}
-	if n == 0 {
-		return DefaultMaxBytes, nil
-	}
-	return n, nil
+	return NewMemory(MemoryOptions{MaxBytes: opts.MaxBytes})
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/cloudwego/eino/components/embedding"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
 )
@@ -49,7 +48,7 @@ type OpenAIEmbedder struct {
 
 // NewEmbedder returns the embedder cfg configures, or nil (and no error)
 // when cfg.Provider is empty: search is then keyword-only.
-func NewEmbedder(cfg config.Embedding) (embedding.Embedder, error) {
+func NewEmbedder(cfg EmbeddingOptions) (embedding.Embedder, error) {
 	switch cfg.Provider {
 	case "":
 		return nil, nil
@@ -62,7 +61,7 @@ func NewEmbedder(cfg config.Embedding) (embedding.Embedder, error) {
 
 // NewOpenAIEmbedder returns a client for cfg's base URL, model, key,
 // dimensions and per-request timeout. client nil means http.DefaultClient.
-func NewOpenAIEmbedder(cfg config.Embedding, client *http.Client) (*OpenAIEmbedder, error) {
+func NewOpenAIEmbedder(cfg EmbeddingOptions, client *http.Client) (*OpenAIEmbedder, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("knowledge: embedding base_url must be an http(s) URL such as https://api.openai.com/v1")
