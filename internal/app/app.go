@@ -157,7 +157,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	traces, _ := a.history.(history.TraceStore)
 	a.mcpClients = newMCPClients(a.log, a.metrics)
-	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.mcpClients.Apply(mcpServers(cfg))
 	a.jobs = jobs.New(cfg.Background.MaxJobs, a.log, a.countJob)
 	a.runs = run.NewManager(run.Options{
 		Tracer:    a.tracing.Tracer(),
@@ -436,7 +436,7 @@ func (a *App) apply(cfg *config.Config) error {
 	a.setup.Store(setup)
 	a.keys.Store(auth.New(authOptions(cfg)))
 	a.knowledge.Reconfigure(KnowledgeOptions(cfg))
-	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.mcpClients.Apply(mcpServers(cfg))
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil
 }

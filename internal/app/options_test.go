@@ -20,6 +20,7 @@ var optionsOwners = []string{
 	"internal/cache",
 	"internal/knowledge",
 	"internal/llm",
+	"internal/mcpclient",
 	"internal/mcpserver",
 	"internal/stream/redisstore",
 }
