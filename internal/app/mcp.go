@@ -23,17 +23,6 @@ func newMCPClients(log *zap.Logger, m *metrics.Metrics) *mcpclient.Manager {
 	return mcpclient.New(opts)
 }
 
-// mcpServers maps mcp.servers onto the client manager's servers.
-func mcpServers(cfg *config.Config) []mcpclient.Server {
-	out := make([]mcpclient.Server, len(cfg.MCP.Servers))
-	for i, s := range cfg.MCP.Servers {
-		out[i] = mcpclient.Server{Name: s.Name, Transport: s.Transport, Command: s.Command, Args: s.Args, Env: s.Env,
-			URL: s.URL, Headers: s.Headers, Tools: s.Tools, RequireApproval: s.RequireApproval, Timeout: s.Timeout,
-			ToolTimeouts: s.ToolTimeouts, ConnectTimeout: s.ConnectTimeout, MaxResultChars: s.MaxResultChars}
-	}
-	return out
-}
-
 // newMCPServer is the /mcp endpoint (mcp.server.enabled is read per
 // request, so a reload turns it on and off).
 func (a *App) newMCPServer() http.Handler {

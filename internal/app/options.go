@@ -11,6 +11,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/cache"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/llm"
+	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/mcpserver"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
 )
@@ -112,6 +113,17 @@ func responseCacheBudget(sections map[string]map[string]any) (int64, error) {
 		return 0, fmt.Errorf("plugins.response_cache.max_bytes: want a number of bytes, 0 or more, got %v", v)
 	}
 	return n, nil
+}
+
+// mcpServers maps mcp.servers onto the client manager's servers.
+func mcpServers(cfg *config.Config) []mcpclient.Server {
+	out := make([]mcpclient.Server, len(cfg.MCP.Servers))
+	for i, s := range cfg.MCP.Servers {
+		out[i] = mcpclient.Server{Name: s.Name, Transport: s.Transport, Command: s.Command, Args: s.Args, Env: s.Env,
+			URL: s.URL, Headers: s.Headers, Tools: s.Tools, RequireApproval: s.RequireApproval, Timeout: s.Timeout,
+			ToolTimeouts: s.ToolTimeouts, ConnectTimeout: s.ConnectTimeout, MaxResultChars: s.MaxResultChars}
+	}
+	return out
 }
 
 // mcpServerSettings returns the /mcp endpoint's settings of the current
