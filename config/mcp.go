@@ -66,46 +66,9 @@ const (
 // whose alphabet is letters, digits, _ and -; "__" separates the parts.
 var mcpServerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,30}$`)
 
-// Defaults applied to an mcp.servers entry that leaves them out (a list
-// entry has no built-in default to merge with).
-const (
-	DefaultMCPCallTimeout    = 30 * time.Second
-	DefaultMCPConnectTimeout = 10 * time.Second
-	DefaultMCPResultChars    = 100000
-)
-
-// WithDefaults returns the entry with unset timeouts and bounds filled in.
-func (s MCPServerLink) WithDefaults() MCPServerLink {
-	if s.Timeout == 0 {
-		s.Timeout = DefaultMCPCallTimeout
-	}
-	if s.ConnectTimeout == 0 {
-		s.ConnectTimeout = DefaultMCPConnectTimeout
-	}
-	if s.MaxResultChars == 0 {
-		s.MaxResultChars = DefaultMCPResultChars
-	}
-	return s
-}
-
 // Allows reports whether the allow-list lets tool through.
 func (s MCPServerLink) Allows(tool string) bool {
 	return len(s.Tools) == 0 || slices.Contains(s.Tools, tool)
-}
-
-// NeedsApproval reports whether calls of tool wait for the user.
-func (s MCPServerLink) NeedsApproval(tool string) bool {
-	return slices.Contains(s.RequireApproval, "*") || slices.Contains(s.RequireApproval, tool)
-}
-
-// CallTimeout is the bound of one call of tool.
-func (s MCPServerLink) CallTimeout(tool string) time.Duration {
-	for name, d := range s.ToolTimeouts {
-		if strings.EqualFold(name, tool) && d > 0 {
-			return d
-		}
-	}
-	return s.WithDefaults().Timeout
 }
 
 // MCPLink returns the mcp.servers entry called name.

@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
-	a.keys.Store(auth.New(cfg.Auth))
+	a.keys.Store(auth.New(authOptions(cfg)))
 
 	if a.history, err = openHistory(ctx, cfg); err != nil {
 		return nil, err
@@ -131,7 +131,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		_ = a.closeStores()
 		return nil, err
 	}
-	if a.cache, err = cache.Open(cfg); err != nil {
+	cacheOpts, err := cacheOptions(cfg)
+	if err == nil {
+		a.cache, err = cache.Open(cacheOpts)
+	}
+	if err != nil {
 		_ = a.closeStores()
 		return nil, err
 	}
@@ -150,7 +154,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	traces, _ := a.history.(history.TraceStore)
 	a.mcpClients = newMCPClients(a.log, a.metrics)
-	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.mcpClients.Apply(mcpServers(cfg))
 	a.jobs = jobs.New(cfg.Background.MaxJobs, a.log, a.countJob)
 	a.runs = run.NewManager(run.Options{
 		Tracer:    a.tracing.Tracer(),
@@ -277,12 +281,12 @@ func OpenKnowledge(ctx context.Context, cfg *config.Config, logger *zap.Logger, 
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: %w", err)
 	}
-	emb, err := knowledge.NewEmbedderWithClient(cfg.Knowledge.Embedding, httpClient)
+	emb, err := knowledge.NewEmbedderWithClient(EmbeddingOptions(cfg), httpClient)
 	if err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("knowledge.embedding: %w", err)
 	}
-	return knowledge.NewService(store, emb, cfg.Knowledge, logger), nil
+	return knowledge.NewService(store, emb, KnowledgeOptions(cfg), logger), nil
 }
 
 // openStreams opens the stream store stream_store names (stores.go) over
@@ -311,7 +315,7 @@ type modelUser interface{ ModelName() string }
 
 // buildSetup builds the models and every mode's chain of cfg.
 func (a *App) buildSetup(cfg *config.Config) (*run.Setup, error) {
-	models, err := llm.NewRegistry(cfg.Models, llm.RegistryOptions{HTTPClient: a.opts.HTTPClient})
+	models, err := llm.NewRegistry(ModelOptions(cfg.Models), llm.RegistryOptions{HTTPClient: a.opts.HTTPClient})
 	if err != nil {
 		return nil, err
 	}
@@ -385,9 +389,9 @@ func (a *App) apply(cfg *config.Config) error {
 	}
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
-	a.keys.Store(auth.New(cfg.Auth))
-	a.knowledge.Reconfigure(cfg.Knowledge)
-	a.mcpClients.Apply(cfg.MCP.Servers)
+	a.keys.Store(auth.New(authOptions(cfg)))
+	a.knowledge.Reconfigure(KnowledgeOptions(cfg))
+	a.mcpClients.Apply(mcpServers(cfg))
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil
 }

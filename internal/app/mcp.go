@@ -26,7 +26,7 @@ func newMCPClients(log *zap.Logger, m *metrics.Metrics) *mcpclient.Manager {
 // newMCPServer is the /mcp endpoint (mcp.server.enabled is read per
 // request, so a reload turns it on and off).
 func (a *App) newMCPServer() http.Handler {
-	opts := mcpserver.Options{Config: a.cfg.Load, Setup: a.setup.Load, Knowledge: a.knowledge,
+	opts := mcpserver.Options{Settings: mcpServerSettings(a.cfg.Load), Setup: a.setup.Load, Knowledge: a.knowledge,
 		Runs: a.runs, Streams: a.streams, Logger: a.log}
 	if a.metrics != nil {
 		opts.Observer = a.metrics

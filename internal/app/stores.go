@@ -84,7 +84,7 @@ func openPostgresKnowledge(ctx context.Context, cfg *config.Config, log *zap.Log
 // and the cluster coordinator carries stop signals and liveness.
 func (a *App) openRedisStreams(ctx context.Context, cfg *config.Config) (stream.Store, error) {
 	routeRedisLogs(a.log)
-	rs, err := redisstore.Open(ctx, cfg.Redis, redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
+	rs, err := redisstore.Open(ctx, redisOptions(cfg), redisstore.Options{MaxEvents: cfg.Stream.MaxEvents, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("redis.addr: %w", err)
 	}

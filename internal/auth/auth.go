@@ -8,8 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"strings"
-
-	"github.com/chatpipe/chatpipe/config"
 )
 
 // DefaultTenant owns everything when no keys are configured.
@@ -22,15 +20,33 @@ type Keys struct {
 	manage  []bool // the key may add and delete shared documents
 }
 
-// New builds the key set from a validated config.
-func New(cfg config.Auth) *Keys {
+// Options are the API keys (auth.keys in config.yaml); none = open.
+type Options struct {
+	Keys []Key
+}
+
+// Key is one API key and its tenant. Exactly one of Key and KeySHA256 is
+// set.
+type Key struct {
+	Tenant string
+	// Key is the key itself; it is hashed at once and not kept.
+	Key string
+	// KeySHA256 is the key's SHA-256 in hex (Hash), upper or lower case;
+	// the caller has checked it is 64 hex digits.
+	KeySHA256 string
+	// ManageShared lets the key add and delete shared documents.
+	ManageShared bool
+}
+
+// New builds the key set from validated options.
+func New(opts Options) *Keys {
 	k := &Keys{}
-	for _, e := range cfg.Keys {
+	for _, e := range opts.Keys {
 		var h [sha256.Size]byte
 		if e.Key != "" {
 			h = sha256.Sum256([]byte(e.Key))
 		} else {
-			b, _ := hex.DecodeString(strings.ToLower(e.KeySHA256)) // validated by config
+			b, _ := hex.DecodeString(strings.ToLower(e.KeySHA256)) // validated by the caller
 			copy(h[:], b)
 		}
 		k.hashes = append(k.hashes, h)

@@ -1,13 +1,9 @@
 package auth
 
-import (
-	"testing"
-
-	"github.com/chatpipe/chatpipe/config"
-)
+import "testing"
 
 func TestKeysMapToTenantsByHash(t *testing.T) {
-	k := New(config.Auth{Keys: []config.AuthKey{
+	k := New(Options{Keys: []Key{
 		{Tenant: "acme", Key: "acme-secret-key-0001"},
 		{Tenant: "beta", KeySHA256: Hash("beta-secret-key-0002")},
 	}})
@@ -24,7 +20,7 @@ func TestKeysMapToTenantsByHash(t *testing.T) {
 			t.Errorf("Tenant(%q) accepted", bad)
 		}
 	}
-	if !New(config.Auth{}).Open() {
+	if !New(Options{}).Open() {
 		t.Fatal("empty set is not open")
 	}
 }

@@ -8,9 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-viper/mapstructure/v2"
-
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/registry"
 	"github.com/chatpipe/chatpipe/internal/sharedcache"
 )
@@ -27,46 +24,34 @@ const DefaultMaxBytes = 64 << 20
 // ErrTooLarge is returned by Set for a value the store will never keep.
 var ErrTooLarge = errors.New("cache: value larger than the store's budget")
 
-// Open returns the store cfg asks for: Redis (config.Redis, keys under its
-// key_prefix) when stream_store is redis, because replicas then share
-// streams and should share answers too; otherwise memory with the budget
-// plugins.response_cache.max_bytes. Both are read at start only.
-func Open(cfg *config.Config) (Store, error) {
-	open, err := stores.Get(cfg.StreamStore)
+// Options choose the store Open returns. They are read at start only.
+type Options struct {
+	// Store names the store, by the stream store it goes with
+	// (stream_store): "redis" when replicas share streams, so that they
+	// share answers too; "memory" for one server.
+	Store string
+	// Redis is the server of the redis store.
+	Redis RedisOptions
+	// MaxBytes is the memory store's budget, all values together;
+	// 0 = DefaultMaxBytes.
+	MaxBytes int64
+}
+
+// Open returns the store opts.Store names, or an error naming the known
+// ones.
+func Open(opts Options) (Store, error) {
+	open, err := stores.Get(opts.Store)
 	if err != nil {
 		return nil, fmt.Errorf("stream_store: %w", err)
 	}
-	return open(cfg)
+	return open(opts), nil
 }
 
 // stores are the cache stores, by the value of `stream_store` they go
 // with.
-var stores = registry.New[func(cfg *config.Config) (Store, error)]("stream store")
+var stores = registry.New[func(Options) Store]("stream store")
 
 func init() {
-	stores.Register("memory", func(cfg *config.Config) (Store, error) {
-		budget, err := MemoryBudget(cfg.Plugins)
-		if err != nil {
-			return nil, err
-		}
-		return NewMemory(MemoryOptions{MaxBytes: budget}), nil
-	})
-	stores.Register("redis", func(cfg *config.Config) (Store, error) { return NewRedis(cfg.Redis), nil })
-}
-
-// MemoryBudget reads plugins.response_cache.max_bytes from the plugin
-// sections: the memory store's budget, shared by every mode.
-func MemoryBudget(sections map[string]map[string]any) (int64, error) {
-	v, ok := sections["response_cache"]["max_bytes"]
-	if !ok || v == nil {
-		return DefaultMaxBytes, nil
-	}
-	var n int64
-	if err := mapstructure.WeakDecode(v, &n); err != nil || n < 0 {
-		return 0, fmt.Errorf("plugins.response_cache.max_bytes: want a number of bytes, 0 or more, got %v", v)
-	}
-	if n == 0 {
-		return DefaultMaxBytes, nil
-	}
-	return n, nil
+	stores.Register("memory", func(o Options) Store { return NewMemory(MemoryOptions{MaxBytes: o.MaxBytes}) })
+	stores.Register("redis", func(o Options) Store { return NewRedis(o.Redis) })
 }

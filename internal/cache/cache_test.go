@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/cache"
 )
 
@@ -72,7 +71,7 @@ func redisAddr(t *testing.T) string {
 func redisBackend(t *testing.T) (backend, *redis.Client, string) {
 	addr := redisAddr(t)
 	prefix := "chatpipe-test:" + uuid.NewString() + ":"
-	store := cache.NewRedis(config.Redis{Addr: addr, KeyPrefix: prefix})
+	store := cache.NewRedis(cache.RedisOptions{Addr: addr, KeyPrefix: prefix})
 	admin := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -199,7 +198,7 @@ func TestRedisKeysLiveUnderThePrefix(t *testing.T) {
 // A Redis that is away makes calls fail fast with an error the plugin
 // treats as a miss.
 func TestRedisAwayFailsFast(t *testing.T) {
-	store := cache.NewRedis(config.Redis{Addr: "127.0.0.1:1", KeyPrefix: "x:"})
+	store := cache.NewRedis(cache.RedisOptions{Addr: "127.0.0.1:1", KeyPrefix: "x:"})
 	defer store.Close()
 	start := time.Now()
 	if _, ok, err := store.Get(t.Context(), "k"); ok || err == nil {
@@ -210,40 +209,38 @@ func TestRedisAwayFailsFast(t *testing.T) {
 	}
 }
 
-func TestOpenChoosesTheStoreAndReadsTheBudget(t *testing.T) {
-	cfg := config.Default()
-	cfg.Plugins = map[string]map[string]any{"response_cache": {"max_bytes": "2048"}}
-	s, err := cache.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
+func TestOpenChoosesTheStoreAndAppliesTheBudget(t *testing.T) {
+	open := func(o cache.Options) cache.Store {
+		t.Helper()
+		s, err := cache.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	s := open(cache.Options{Store: "memory", MaxBytes: 2048})
 	m, ok := s.(*cache.Memory)
 	if !ok {
-		t.Fatalf("stream_store memory opened %T", s)
+		t.Fatalf("memory opened %T", s)
 	}
 	if err := m.Set(t.Context(), "k", make([]byte, 4096), time.Hour); !errors.Is(err, cache.ErrTooLarge) {
 		t.Errorf("budget of 2048 bytes not applied: %v", err)
 	}
 	_ = s.Close()
 
-	cfg.StreamStore = "redis"
-	s, err = cache.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := s.(*cache.Redis); !ok {
-		t.Fatalf("stream_store redis opened %T", s)
+	s = open(cache.Options{Store: "memory"})
+	if err := s.Set(t.Context(), "k", make([]byte, 4096), time.Hour); err != nil {
+		t.Errorf("MaxBytes 0 is not the default budget: %v", err)
 	}
 	_ = s.Close()
 
-	cfg.StreamStore = "kafka"
-	if _, err := cache.Open(cfg); err == nil || err.Error() != `stream_store: unknown stream store "kafka" (known: memory, redis)` {
+	if _, err := cache.Open(cache.Options{Store: "kafka"}); err == nil || err.Error() != `stream_store: unknown stream store "kafka" (known: memory, redis)` {
 		t.Errorf("an unknown stream store: %v", err)
 	}
 
-	cfg.StreamStore = "memory"
-	cfg.Plugins = map[string]map[string]any{"response_cache": {"max_bytes": "lots"}}
-	if _, err := cache.Open(cfg); err == nil || !strings.Contains(err.Error(), "plugins.response_cache.max_bytes") {
-		t.Errorf("a bad budget: %v", err)
+	s = open(cache.Options{Store: "redis", Redis: cache.RedisOptions{Addr: "127.0.0.1:1"}, MaxBytes: 2048})
+	if _, ok := s.(*cache.Redis); !ok {
+		t.Fatalf("redis opened %T", s)
 	}
+	_ = s.Close()
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/chatpipe/chatpipe/config"
 )
 
 // Redis keeps values in Redis under <key_prefix>cache:<key>, with Redis's
@@ -21,10 +19,20 @@ type Redis struct {
 	prefix string
 }
 
+// RedisOptions name the Redis server of the shared store.
+type RedisOptions struct {
+	Addr     string // host:port
+	Password string // "" = none
+	DB       int    // database number
+	// KeyPrefix starts every key the store writes; the store adds
+	// "cache:" after it.
+	KeyPrefix string
+}
+
 // NewRedis returns a store on the Redis cfg names. It does not connect
 // until the first call, and a Redis that is away makes calls fail fast
 // (a cache miss to the plugin) rather than slow answers down.
-func NewRedis(cfg config.Redis) *Redis {
+func NewRedis(cfg RedisOptions) *Redis {
 	return &Redis{
 		client: redis.NewClient(&redis.Options{
 			Addr:                  cfg.Addr,

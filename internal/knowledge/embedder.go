@@ -17,7 +17,6 @@ import (
 
 	"github.com/cloudwego/eino/components/embedding"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/registry"
 	"github.com/chatpipe/chatpipe/internal/telemetry"
@@ -50,13 +49,13 @@ type OpenAIEmbedder struct {
 
 // EmbedderFactory builds the embedder of `knowledge.embedding`; client
 // sends its requests (nil = http.DefaultClient).
-type EmbedderFactory func(cfg config.Embedding, client *http.Client) (embedding.Embedder, error)
+type EmbedderFactory func(cfg EmbeddingOptions, client *http.Client) (embedding.Embedder, error)
 
 // embedders are the embedders, by the value of `knowledge.embedding.provider`.
 var embedders = registry.New[EmbedderFactory]("embedding provider")
 
 func init() {
-	embedders.Register("openai", func(cfg config.Embedding, client *http.Client) (embedding.Embedder, error) {
+	embedders.Register("openai", func(cfg EmbeddingOptions, client *http.Client) (embedding.Embedder, error) {
 		e, err := NewOpenAIEmbedder(cfg, client)
 		if err != nil {
 			return nil, err // not a nil *OpenAIEmbedder in a non-nil interface
@@ -67,13 +66,13 @@ func init() {
 
 // NewEmbedder returns the embedder cfg configures, or nil (and no error)
 // when cfg.Provider is empty: search is then keyword-only.
-func NewEmbedder(cfg config.Embedding) (embedding.Embedder, error) {
+func NewEmbedder(cfg EmbeddingOptions) (embedding.Embedder, error) {
 	return NewEmbedderWithClient(cfg, nil)
 }
 
 // NewEmbedderWithClient is NewEmbedder with the HTTP client its requests
 // go through (nil = http.DefaultClient).
-func NewEmbedderWithClient(cfg config.Embedding, client *http.Client) (embedding.Embedder, error) {
+func NewEmbedderWithClient(cfg EmbeddingOptions, client *http.Client) (embedding.Embedder, error) {
 	if cfg.Provider == "" {
 		return nil, nil
 	}
@@ -86,7 +85,7 @@ func NewEmbedderWithClient(cfg config.Embedding, client *http.Client) (embedding
 
 // NewOpenAIEmbedder returns a client for cfg's base URL, model, key,
 // dimensions and per-request timeout. client nil means http.DefaultClient.
-func NewOpenAIEmbedder(cfg config.Embedding, client *http.Client) (*OpenAIEmbedder, error) {
+func NewOpenAIEmbedder(cfg EmbeddingOptions, client *http.Client) (*OpenAIEmbedder, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("knowledge: embedding base_url must be an http(s) URL such as https://api.openai.com/v1")

@@ -38,7 +38,7 @@ func embeddingsServer(t *testing.T, status int, header http.Header, body string)
 
 func newTestEmbedder(t *testing.T, baseURL string) *OpenAIEmbedder {
 	t.Helper()
-	e, err := NewOpenAIEmbedder(config.Embedding{Provider: "openai", BaseURL: baseURL + "/v1", Model: "emb", APIKey: "sk-secret",
+	e, err := NewOpenAIEmbedder(EmbeddingOptions{Provider: "openai", BaseURL: baseURL + "/v1", Model: "emb", APIKey: "sk-secret",
 		Dimensions: 3, Timeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestEmbedderTimeoutAndCancel(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	e, err := NewOpenAIEmbedder(config.Embedding{BaseURL: srv.URL, Model: "m", Timeout: 50 * time.Millisecond}, nil)
+	e, err := NewOpenAIEmbedder(EmbeddingOptions{BaseURL: srv.URL, Model: "m", Timeout: 50 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,19 +138,19 @@ func TestEmbedderTimeoutAndCancel(t *testing.T) {
 
 func TestNewEmbedder(t *testing.T) {
 	t.Parallel()
-	if e, err := NewEmbedder(config.Embedding{}); e != nil || err != nil {
+	if e, err := NewEmbedder(EmbeddingOptions{}); e != nil || err != nil {
 		t.Errorf("no provider: %v, %v; want nil, nil", e, err)
 	}
-	if _, err := NewEmbedder(config.Embedding{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil ||
+	if _, err := NewEmbedder(EmbeddingOptions{Provider: "cohere", BaseURL: "http://x", Model: "m"}); err == nil ||
 		err.Error() != `knowledge: unknown embedding provider "cohere" (known: openai)` {
 		t.Errorf("unknown provider: %v", err)
 	}
 	for _, base := range []string{"", "localhost:8080", "ftp://x", "http://"} {
-		if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: base, Model: "m"}); err == nil {
+		if _, err := NewEmbedder(EmbeddingOptions{Provider: "openai", BaseURL: base, Model: "m"}); err == nil {
 			t.Errorf("base URL %q accepted", base)
 		}
 	}
-	if _, err := NewEmbedder(config.Embedding{Provider: "openai", BaseURL: "http://x/v1"}); err == nil {
+	if _, err := NewEmbedder(EmbeddingOptions{Provider: "openai", BaseURL: "http://x/v1"}); err == nil {
 		t.Error("empty model accepted")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/docparse"
 )
 
@@ -36,7 +35,7 @@ func isFileMedia(mediaType string) bool {
 // errors wrap docparse's sentinels (ErrNoText, ErrEncrypted, ErrCorrupt,
 // ErrUnsupported, ErrTooLarge) or ErrTooLarge when the file is over
 // knowledge.max_file_bytes; their messages are for the uploader.
-func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *config.Knowledge, pages func(done, total int)) (*parsedFile, error) {
+func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *Options, pages func(done, total int)) (*parsedFile, error) {
 	if req.File == nil {
 		return nil, nil
 	}

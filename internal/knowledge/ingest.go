@@ -63,7 +63,7 @@ func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Do
 func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, jobID string) (Document, error) {
 	start := time.Now()
 	report := progressReporter{notify: req.Progress}
-	cfg := s.config()
+	cfg := s.options()
 	file, err := s.parseFile(ctx, req, cfg, report.pages) // nil for text (file.go)
 	if err != nil {
 		return Document{}, err
@@ -108,7 +108,7 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		return Document{}, fmt.Errorf("%w: %w", errStore, err)
 	}
 
-	chunker := Chunker{TargetTokens: cfg.Chunking.TargetTokens, OverlapTokens: cfg.Chunking.OverlapTokens}
+	chunker := cfg.Chunking
 	var chunks []Chunk
 	switch {
 	case file != nil:

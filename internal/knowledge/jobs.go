@@ -53,7 +53,7 @@ func (s *Service) StartBackground() {
 	if s.bg != nil {
 		return
 	}
-	cfg := s.config().Ingest
+	cfg := s.options().Ingest
 	workers, queue := max(cfg.Workers, 1), max(cfg.Queue, 0)
 	bg := &background{
 		slots:       make(chan struct{}, workers+queue),
@@ -156,7 +156,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 // and their media type: a file's (PDF, DOCX, ...) from its name and first
 // bytes, a text's from its declared type or extension.
 func (s *Service) checkUpload(_ context.Context, req IngestRequest) ([]byte, string, error) {
-	cfg := s.config()
+	cfg := s.options()
 	if req.File != nil {
 		if limit := cfg.MaxFileBytes; limit > 0 && int64(len(req.File)) > limit {
 			return nil, "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.File), limit)

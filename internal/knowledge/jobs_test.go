@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -24,10 +23,10 @@ func backgroundService(t *testing.T, path string, srv *knowledgetest.EmbeddingSe
 		t.Fatal(err)
 	}
 	cfg := testConfig()
-	cfg.Embedding = config.Embedding{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed", APIKey: "sk-test",
-		BatchSize: 2, Timeout: 30 * time.Second}
-	cfg.Ingest = config.Ingest{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
-	emb, err := knowledge.NewEmbedder(cfg.Embedding)
+	cfg.EmbedBatchSize = 2
+	cfg.Ingest = knowledge.IngestOptions{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
+	emb, err := knowledge.NewEmbedder(knowledge.EmbeddingOptions{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed",
+		APIKey: "sk-test", Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ type searchParams struct {
 }
 
 func (s *Service) searchParams(req retrieval.SearchRequest) searchParams {
-	def := s.config().Search
+	def := s.options().Search
 	p := searchParams{
 		topK:          cmp.Or(req.TopK, def.TopK, 20),
 		rrfK:          cmp.Or(req.RRFK, def.RRFK, 60),

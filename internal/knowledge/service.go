@@ -11,8 +11,6 @@ import (
 	"github.com/cloudwego/eino/components/embedding"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
-
-	"github.com/chatpipe/chatpipe/config"
 )
 
 // Service is the knowledge base as chatpipe uses it: ingestion (validate,
@@ -20,7 +18,7 @@ import (
 type Service struct {
 	store    Store
 	embedder embedding.Embedder // nil: keyword search only
-	cfg      atomic.Pointer[config.Knowledge]
+	opts     atomic.Pointer[Options]
 	log      *zap.Logger
 	// retryBackoff is the wait before the first retry of an embedding
 	// batch; it doubles per retry (tests shorten it).
@@ -31,23 +29,23 @@ type Service struct {
 
 // NewService returns a service over store. embedder nil means keyword
 // search only. The service owns store: Close closes it.
-func NewService(store Store, embedder embedding.Embedder, cfg config.Knowledge, logger *zap.Logger) *Service {
+func NewService(store Store, embedder embedding.Embedder, opts Options, logger *zap.Logger) *Service {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
 	s := &Service{store: store, embedder: embedder, log: logger.Named("knowledge"), retryBackoff: embedRetryBackoff}
-	s.Reconfigure(cfg)
+	s.Reconfigure(opts)
 	return s
 }
 
 // Reconfigure applies new chunking, upload-limit and search settings to
 // later calls (config hot reload). The embedder is fixed at construction:
 // a changed knowledge.embedding section takes a restart.
-func (s *Service) Reconfigure(cfg config.Knowledge) {
-	s.cfg.Store(&cfg)
+func (s *Service) Reconfigure(opts Options) {
+	s.opts.Store(&opts)
 }
 
-func (s *Service) config() *config.Knowledge { return s.cfg.Load() }
+func (s *Service) options() *Options { return s.opts.Load() }
 
 // Embedding reports whether an embedder is configured (vector search on).
 func (s *Service) Embedding() bool { return s.embedder != nil }
@@ -156,7 +154,7 @@ const (
 // dimension. done, when set, is told how many texts are embedded after
 // each batch.
 func (s *Service) embed(ctx context.Context, texts []string, retries int, done func(int)) ([][]float32, error) {
-	batch := max(s.config().Embedding.BatchSize, 1)
+	batch := max(s.options().EmbedBatchSize, 1)
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += batch {
 		part := texts[start:min(start+batch, len(texts))]

@@ -16,7 +16,6 @@ import (
 	"github.com/cloudwego/eino/components/embedding"
 	"go.uber.org/goleak"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -25,13 +24,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// testConfig is config.yaml's knowledge section.
-func testConfig() config.Knowledge {
-	return config.Knowledge{
+// testConfig is the service's options as config.yaml's knowledge section
+// sets them.
+func testConfig() knowledge.Options {
+	return knowledge.Options{
 		MaxUploadBytes: 2 << 20,
-		Chunking:       config.Chunking{TargetTokens: 300, OverlapTokens: 40},
-		Embedding:      config.Embedding{BatchSize: 32, Timeout: 5 * time.Second},
-		Search:         config.Search{TopK: 20, KeywordWeight: 1, VectorWeight: 1, RRFK: 60},
+		Chunking:       knowledge.Chunker{TargetTokens: 300, OverlapTokens: 40},
+		EmbedBatchSize: 32,
+		Search:         knowledge.SearchOptions{TopK: 20, KeywordWeight: 1, VectorWeight: 1, RRFK: 60},
 	}
 }
 
@@ -44,7 +44,7 @@ func openStore(t testing.TB) knowledge.Store {
 	return s
 }
 
-func newService(t testing.TB, emb embedding.Embedder, cfg config.Knowledge) *knowledge.Service {
+func newService(t testing.TB, emb embedding.Embedder, cfg knowledge.Options) *knowledge.Service {
 	t.Helper()
 	svc := knowledge.NewService(openStore(t), emb, cfg, nil)
 	knowledge.SetRetryBackoff(svc, time.Millisecond)
@@ -58,16 +58,16 @@ func newService(t testing.TB, emb embedding.Embedder, cfg config.Knowledge) *kno
 
 // embeddedService is a service whose embeddings come from a fake
 // /v1/embeddings server through the real client.
-func embeddedService(t *testing.T, e knowledgetest.HashEmbedder, tune func(*config.Knowledge)) (*knowledge.Service, *knowledgetest.EmbeddingServer) {
+func embeddedService(t *testing.T, e knowledgetest.HashEmbedder, tune func(*knowledge.Options, *knowledge.EmbeddingOptions)) (*knowledge.Service, *knowledgetest.EmbeddingServer) {
 	t.Helper()
 	srv := knowledgetest.NewEmbeddingServer(t, e)
 	cfg := testConfig()
-	cfg.Embedding = config.Embedding{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed", APIKey: "sk-test",
-		BatchSize: 32, Timeout: 5 * time.Second}
+	embCfg := knowledge.EmbeddingOptions{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed", APIKey: "sk-test",
+		Timeout: 5 * time.Second}
 	if tune != nil {
-		tune(&cfg)
+		tune(&cfg, &embCfg)
 	}
-	emb, err := knowledge.NewEmbedder(cfg.Embedding)
+	emb, err := knowledge.NewEmbedder(embCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +165,10 @@ func TestSearchEmptyQueryFindsNothingWithoutCallingTheEmbedder(t *testing.T) {
 
 func TestIngestEmbedsInBatchesThroughTheEmbeddingsEndpoint(t *testing.T) {
 	t.Parallel()
-	svc, srv := embeddedService(t, knowledgetest.HashEmbedder{Dims: 64}, func(c *config.Knowledge) {
-		c.Chunking = config.Chunking{TargetTokens: 20, OverlapTokens: 0}
-		c.Embedding.BatchSize = 2
-		c.Embedding.Dimensions = 64
+	svc, srv := embeddedService(t, knowledgetest.HashEmbedder{Dims: 64}, func(c *knowledge.Options, e *knowledge.EmbeddingOptions) {
+		c.Chunking = knowledge.Chunker{TargetTokens: 20, OverlapTokens: 0}
+		c.EmbedBatchSize = 2
+		e.Dimensions = 64
 	})
 	var b strings.Builder
 	b.WriteString("# Batching\n\n")
@@ -287,8 +287,8 @@ func TestUnreachableEmbeddingEndpointDegradesWithASentence(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg := testConfig()
-	cfg.Embedding = config.Embedding{Provider: "openai", BaseURL: "http://" + addr + "/v1", Model: "m", BatchSize: 8, Timeout: time.Second}
-	emb, err := knowledge.NewEmbedder(cfg.Embedding)
+	cfg.EmbedBatchSize = 8
+	emb, err := knowledge.NewEmbedder(knowledge.EmbeddingOptions{Provider: "openai", BaseURL: "http://" + addr + "/v1", Model: "m", Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,12 @@ import (
 
 	"github.com/cloudwego/eino/components/model"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/registry"
 )
 
 // providerFactory builds the client of one model entry, already checked
 // by checkCommon.
-type providerFactory func(m config.Model, opts clientOptions) (model.ToolCallingChatModel, error)
+type providerFactory func(m ModelOptions, opts clientOptions) (model.ToolCallingChatModel, error)
 
 // clientOptions are what every provider's client is built with besides
 // its entry.
@@ -34,13 +33,13 @@ func init() {
 }
 
 // newDemoProvider is the offline demo model; it takes no endpoint.
-func newDemoProvider(m config.Model, _ clientOptions) (model.ToolCallingChatModel, error) {
+func newDemoProvider(m ModelOptions, _ clientOptions) (model.ToolCallingChatModel, error) {
 	return NewDemo(m.ChunkDelay), nil
 }
 
 // newOpenAIProvider is an OpenAI-compatible endpoint, through our lean
 // client or, with `client: eino`, through eino-ext's.
-func newOpenAIProvider(m config.Model, opts clientOptions) (model.ToolCallingChatModel, error) {
+func newOpenAIProvider(m ModelOptions, opts clientOptions) (model.ToolCallingChatModel, error) {
 	oc := OpenAIConfig{BaseURL: m.BaseURL, APIKey: m.APIKey, Model: m.Model, Temperature: m.Temperature,
 		MaxTokens: m.MaxTokens, HTTPClient: opts.HTTPClient, HeaderTimeout: opts.HeaderTimeout}
 	if strings.EqualFold(m.Client, "eino") {
@@ -55,7 +54,7 @@ func newOpenAIProvider(m config.Model, opts clientOptions) (model.ToolCallingCha
 
 // newOllamaProvider is Ollama's native API, at DefaultOllamaURL unless
 // base_url says otherwise.
-func newOllamaProvider(m config.Model, opts clientOptions) (model.ToolCallingChatModel, error) {
+func newOllamaProvider(m ModelOptions, opts clientOptions) (model.ToolCallingChatModel, error) {
 	base := m.BaseURL
 	if base == "" {
 		base = DefaultOllamaURL

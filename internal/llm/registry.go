@@ -12,7 +12,6 @@ import (
 
 	"github.com/cloudwego/eino/components/model"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/chatmodel"
 )
 
@@ -32,6 +31,47 @@ const (
 // that config.yaml does not define.
 var ErrUnknownModel = errors.New("chat model is not configured")
 
+// ModelOptions are one named chat model (an entry of models: in
+// config.yaml). NewRegistry validates them; its errors name the entry's
+// keys. Fmt prints them without APIKey.
+type ModelOptions struct {
+	Provider string // demo | openai | ollama (any case)
+	// BaseURL is the API root (…/v1): required for openai, optional for
+	// ollama (DefaultOllamaURL), unused by demo.
+	BaseURL string
+	// Model is the provider's model id; required but for demo, whose id
+	// defaults to the entry's name.
+	Model       string
+	APIKey      string   // openai: sent as a Bearer token
+	Temperature *float32 // nil = the provider's default; 0..2
+	MaxTokens   int      // 0 = the provider's default
+	// Retries of a call that fails before its first chunk; nil =
+	// DefaultRetries, at most 10.
+	Retries *int
+	// Timeout bounds connecting and the wait for response headers;
+	// 0 = DefaultHeaderTimeout.
+	Timeout    time.Duration
+	Client     string        // openai only: lean ("" too) | eino
+	Thinking   bool          // ollama only: ask the model to think
+	ChunkDelay time.Duration // demo only: pause between streamed chunks
+	// StreamAttempts bounds the attempts of a call whose stream breaks
+	// after partial output, the first included (stream_retry.attempts):
+	// 0 = DefaultStreamAttempts, 1 = no mid-stream retry.
+	StreamAttempts int
+}
+
+// String prints the options with the API key masked.
+func (m ModelOptions) String() string {
+	if m.APIKey != "" {
+		m.APIKey = "***"
+	}
+	type plain ModelOptions // without this method
+	return fmt.Sprintf("%+v", plain(m))
+}
+
+// GoString is String, for %#v.
+func (m ModelOptions) GoString() string { return "llm.ModelOptions" + m.String() }
+
 // RegistryOptions are the registry's dependencies.
 type RegistryOptions struct {
 	// HTTPClient sends every provider request (nil = http.DefaultClient).
@@ -49,7 +89,7 @@ type Registry struct {
 
 // NewRegistry validates and builds every entry of models. Errors name the
 // config key at fault, e.g. `models.fast.base_url: required for provider openai`.
-func NewRegistry(models map[string]config.Model, opts RegistryOptions) (*Registry, error) {
+func NewRegistry(models map[string]ModelOptions, opts RegistryOptions) (*Registry, error) {
 	r := &Registry{models: make(map[string]*chatmodel.Model, len(models))}
 	for name := range models {
 		r.names = append(r.names, name)
@@ -81,7 +121,7 @@ func (r *Registry) ChatModel(name string) (*chatmodel.Model, error) {
 func (r *Registry) Names() []string { return slices.Clone(r.names) }
 
 // buildModel validates one entry and builds its client.
-func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.Model, error) {
+func buildModel(name string, m ModelOptions, opts RegistryOptions) (*chatmodel.Model, error) {
 	key := "models." + name
 	if name == "" {
 		return nil, fmt.Errorf("models: a model has an empty name")
@@ -108,7 +148,7 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.M
 		timeout = DefaultHeaderTimeout
 	}
 	cm := &chatmodel.Model{Name: name, Provider: provider, ModelID: cmp.Or(m.Model, name), Retries: retries,
-		StreamAttempts: cmp.Or(m.StreamRetry.Attempts, DefaultStreamAttempts)}
+		StreamAttempts: cmp.Or(m.StreamAttempts, DefaultStreamAttempts)}
 	if m.Temperature != nil {
 		cm.Options = append(cm.Options, model.WithTemperature(*m.Temperature))
 	}
@@ -127,7 +167,7 @@ func buildModel(name string, m config.Model, opts RegistryOptions) (*chatmodel.M
 // checkCommon validates an entry's fields. Knobs of another provider
 // (client on ollama, thinking on openai) are ignored, not rejected, so
 // defaults applied to every entry stay harmless.
-func checkCommon(key, provider string, m config.Model) error {
+func checkCommon(key, provider string, m ModelOptions) error {
 	if provider != "demo" {
 		if m.BaseURL == "" && provider == "openai" {
 			return fmt.Errorf("%s.base_url: required for provider openai (e.g. https://api.openai.com/v1)", key)
@@ -158,7 +198,7 @@ func checkCommon(key, provider string, m config.Model) error {
 	if m.Retries != nil && (*m.Retries < 0 || *m.Retries > maxRetries) {
 		return fmt.Errorf("%s.retries: must be between 0 and %d, got %d", key, maxRetries, *m.Retries)
 	}
-	if a := m.StreamRetry.Attempts; a < 0 || a > maxStreamAttempts {
+	if a := m.StreamAttempts; a < 0 || a > maxStreamAttempts {
 		return fmt.Errorf("%s.stream_retry.attempts: must be between 1 (off) and %d, got %d", key, maxStreamAttempts, a)
 	}
 	if m.Timeout < 0 {

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/cloudwego/eino/components/model"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -17,46 +17,46 @@ func ptr[T any](v T) *T { return &v }
 
 func TestRegistryRejectsBadEntries(t *testing.T) {
 	t.Parallel()
-	openai := func(mod func(*config.Model)) config.Model {
-		m := config.Model{Provider: "openai", BaseURL: "https://api.example.com/v1", Model: "gpt"}
+	openai := func(mod func(*ModelOptions)) ModelOptions {
+		m := ModelOptions{Provider: "openai", BaseURL: "https://api.example.com/v1", Model: "gpt"}
 		mod(&m)
 		return m
 	}
 	cases := []struct {
 		name  string
-		model config.Model
+		model ModelOptions
 		want  string
 	}{
-		{"unknown provider", config.Model{Provider: "fo"},
+		{"unknown provider", ModelOptions{Provider: "fo"},
 			`models.x.provider: unknown provider "fo" (known: demo, ollama, openai)`},
-		{"misspelt provider", config.Model{Provider: " OLAMA"},
+		{"misspelt provider", ModelOptions{Provider: " OLAMA"},
 			`models.x.provider: unknown provider " OLAMA" (known: demo, ollama, openai; did you mean "ollama"?)`},
-		{"missing provider", config.Model{}, `models.x.provider: required (want one of: demo, ollama, openai)`},
-		{"openai without base_url", openai(func(m *config.Model) { m.BaseURL = "" }),
+		{"missing provider", ModelOptions{}, `models.x.provider: required (want one of: demo, ollama, openai)`},
+		{"openai without base_url", openai(func(m *ModelOptions) { m.BaseURL = "" }),
 			"models.x.base_url: required for provider openai"},
-		{"base_url not http", openai(func(m *config.Model) { m.BaseURL = "ftp://host/v1" }),
+		{"base_url not http", openai(func(m *ModelOptions) { m.BaseURL = "ftp://host/v1" }),
 			"models.x.base_url: must start with http:// or https://"},
-		{"base_url unparsable", openai(func(m *config.Model) { m.BaseURL = "http://user:p@ss word@/v1" }),
+		{"base_url unparsable", openai(func(m *ModelOptions) { m.BaseURL = "http://user:p@ss word@/v1" }),
 			"models.x.base_url: not a valid URL"},
-		{"base_url is the endpoint", openai(func(m *config.Model) { m.BaseURL = "https://h/v1/chat/completions" }),
+		{"base_url is the endpoint", openai(func(m *ModelOptions) { m.BaseURL = "https://h/v1/chat/completions" }),
 			"models.x.base_url: give the API root"},
-		{"missing model", openai(func(m *config.Model) { m.Model = "" }), "models.x.model: required for provider openai"},
-		{"bad client", openai(func(m *config.Model) { m.Client = "fast" }), `models.x.client: want lean or eino, got "fast"`},
-		{"temperature too high", openai(func(m *config.Model) { m.Temperature = ptr(float32(2.5)) }),
+		{"missing model", openai(func(m *ModelOptions) { m.Model = "" }), "models.x.model: required for provider openai"},
+		{"bad client", openai(func(m *ModelOptions) { m.Client = "fast" }), `models.x.client: want lean or eino, got "fast"`},
+		{"temperature too high", openai(func(m *ModelOptions) { m.Temperature = ptr(float32(2.5)) }),
 			"models.x.temperature: must be between 0 and 2"},
-		{"negative temperature", openai(func(m *config.Model) { m.Temperature = ptr(float32(-1)) }),
+		{"negative temperature", openai(func(m *ModelOptions) { m.Temperature = ptr(float32(-1)) }),
 			"models.x.temperature: must be between 0 and 2"},
-		{"negative max_tokens", openai(func(m *config.Model) { m.MaxTokens = -1 }), "models.x.max_tokens: must not be negative"},
-		{"negative retries", openai(func(m *config.Model) { m.Retries = ptr(-1) }), "models.x.retries: must be between 0 and 10"},
-		{"negative timeout", openai(func(m *config.Model) { m.Timeout = -time.Second }), "models.x.timeout: must not be negative"},
-		{"too many stream attempts", openai(func(m *config.Model) { m.StreamRetry.Attempts = 9 }),
+		{"negative max_tokens", openai(func(m *ModelOptions) { m.MaxTokens = -1 }), "models.x.max_tokens: must not be negative"},
+		{"negative retries", openai(func(m *ModelOptions) { m.Retries = ptr(-1) }), "models.x.retries: must be between 0 and 10"},
+		{"negative timeout", openai(func(m *ModelOptions) { m.Timeout = -time.Second }), "models.x.timeout: must not be negative"},
+		{"too many stream attempts", openai(func(m *ModelOptions) { m.StreamAttempts = 9 }),
 			"models.x.stream_retry.attempts: must be between 1 (off) and 5, got 9"},
-		{"ollama without model", config.Model{Provider: "ollama"}, "models.x.model: required for provider ollama"},
-		{"negative chunk_delay", config.Model{Provider: "demo", ChunkDelay: -1}, "models.x.chunk_delay: must not be negative"},
+		{"ollama without model", ModelOptions{Provider: "ollama"}, "models.x.model: required for provider ollama"},
+		{"negative chunk_delay", ModelOptions{Provider: "demo", ChunkDelay: -1}, "models.x.chunk_delay: must not be negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewRegistry(map[string]config.Model{"x": c.model}, RegistryOptions{})
+			_, err := NewRegistry(map[string]ModelOptions{"x": c.model}, RegistryOptions{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -70,11 +70,11 @@ func TestRegistryRejectsBadEntries(t *testing.T) {
 func TestRegistryBuildsModels(t *testing.T) {
 	t.Parallel()
 	srv := providertest.New(t)
-	r, err := NewRegistry(map[string]config.Model{
+	r, err := NewRegistry(map[string]ModelOptions{
 		"demo": {Provider: "demo", ChunkDelay: time.Millisecond},
 		"fast": {Provider: "openai", BaseURL: srv.BaseURL() + "/", Model: "m", Temperature: ptr(float32(0.7)), MaxTokens: 256},
 		"eino": {Provider: "openai", Client: "eino", BaseURL: srv.BaseURL(), Model: "m", Retries: ptr(0),
-			StreamRetry: config.StreamRetry{Attempts: 1}},
+			StreamAttempts: 1},
 		"local": {Provider: "ollama", Model: "llama3", Thinking: true},
 	}, RegistryOptions{HTTPClient: httpClient(t)})
 	if err != nil {
@@ -135,12 +135,25 @@ func TestRegistryBuildsModels(t *testing.T) {
 
 func TestRegistryUnknownModel(t *testing.T) {
 	t.Parallel()
-	r, err := NewRegistry(map[string]config.Model{"default": {Provider: "demo"}}, RegistryOptions{})
+	r, err := NewRegistry(map[string]ModelOptions{"default": {Provider: "demo"}}, RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = r.ChatModel("gpt-9")
 	if !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), `"gpt-9"`) {
 		t.Errorf("err = %v, want it to name the model", err)
+	}
+}
+
+func TestModelOptionsPrintWithoutAPIKey(t *testing.T) {
+	t.Parallel()
+	m := ModelOptions{Provider: "openai", Model: "gpt", APIKey: "sk-very-secret"}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if got := fmt.Sprintf(format, m); strings.Contains(got, "sk-very-secret") || !strings.Contains(got, "gpt") {
+			t.Errorf("Sprintf(%q) = %s", format, got)
+		}
+	}
+	if got := fmt.Sprint(map[string]ModelOptions{"x": m}); strings.Contains(got, "sk-very-secret") {
+		t.Errorf("a map of options prints the key: %s", got)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/tools"
 )
 
@@ -29,7 +28,7 @@ const stableAfter = 10 * time.Second
 // connects, lists the tools, waits for the session to end and reconnects;
 // stop ends it.
 type link struct {
-	cfg  config.MCPServerLink
+	cfg  Server
 	opts Options
 	log  *zap.Logger
 
@@ -45,7 +44,7 @@ type link struct {
 	connects int
 }
 
-func startLink(cfg config.MCPServerLink, opts Options, log *zap.Logger) *link {
+func startLink(cfg Server, opts Options, log *zap.Logger) *link {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{cfg: cfg, opts: opts, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		relist: make(chan struct{}, 1), up: make(chan struct{})}
@@ -166,12 +165,12 @@ func (l *link) drop(sess *mcp.ClientSession) {
 // The returned func releases what the transport kept (idle connections).
 func (l *link) transport() (mcp.Transport, func(), error) {
 	switch l.cfg.Transport {
-	case config.MCPTransportStdio:
+	case TransportStdio:
 		cmd := exec.Command(l.cfg.Command, l.cfg.Args...)
 		cmd.Env = append(os.Environ(), l.cfg.Env...)
 		cmd.Stderr = zap.NewStdLog(l.log.Named("stderr")).Writer()
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, func() {}, nil
-	case config.MCPTransportHTTP:
+	case TransportHTTP:
 		rt := http.DefaultTransport.(*http.Transport).Clone()
 		return &mcp.StreamableClientTransport{Endpoint: l.cfg.URL, MaxRetries: 1,
 			HTTPClient: &http.Client{Transport: headerTransport{base: rt, headers: l.cfg.Headers}}}, rt.CloseIdleConnections, nil
@@ -187,7 +186,7 @@ func (l *link) list(ctx context.Context, sess *mcp.ClientSession) error {
 		if err != nil {
 			return fmt.Errorf("list tools: %w", err)
 		}
-		if !l.cfg.Allows(t.Name) {
+		if !l.cfg.allows(t.Name) {
 			continue
 		}
 		info, err := toolInfo(l.cfg.Name, t)
@@ -196,7 +195,7 @@ func (l *link) list(ctx context.Context, sess *mcp.ClientSession) error {
 			continue
 		}
 		found[t.Name] = &remoteTool{link: l, name: t.Name, info: info,
-			timeout: l.cfg.CallTimeout(t.Name), approval: l.cfg.NeedsApproval(t.Name)}
+			timeout: l.cfg.callTimeout(t.Name), approval: l.cfg.needsApproval(t.Name)}
 	}
 	l.mu.Lock()
 	l.tools = found

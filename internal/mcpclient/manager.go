@@ -19,7 +19,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/remotetool"
 )
 
@@ -76,15 +75,15 @@ func New(opts Options) *Manager {
 // new servers are connected, removed ones closed, changed ones replaced;
 // unchanged ones keep their connection. It returns at once — connecting
 // happens in the background — except for closing removed servers.
-func (m *Manager) Apply(servers []config.MCPServerLink) {
+func (m *Manager) Apply(servers []Server) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return
 	}
-	want := make(map[string]config.MCPServerLink, len(servers))
+	want := make(map[string]Server, len(servers))
 	for _, s := range servers {
-		want[s.Name] = s.WithDefaults()
+		want[s.Name] = s.withDefaults()
 	}
 	var stale []*link
 	for name, l := range m.links {

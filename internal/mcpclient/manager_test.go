@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/mcpclient/mcptest"
 	"github.com/chatpipe/chatpipe/internal/remotetool"
@@ -24,14 +23,14 @@ func TestMain(m *testing.M) {
 }
 
 // stdioServer is an mcp.servers entry starting the test server over stdio.
-func stdioServer(name string) config.MCPServerLink {
+func stdioServer(name string) mcpclient.Server {
 	cmd, args, env := mcptest.StdioCommand()
-	return config.MCPServerLink{Name: name, Transport: config.MCPTransportStdio, Command: cmd, Args: args, Env: env,
+	return mcpclient.Server{Name: name, Transport: mcpclient.TransportStdio, Command: cmd, Args: args, Env: env,
 		ConnectTimeout: 20 * time.Second}
 }
 
-func httpServer(t *testing.T, name string) config.MCPServerLink {
-	return config.MCPServerLink{Name: name, Transport: config.MCPTransportHTTP, URL: mcptest.NewHTTPServer(t).URL,
+func httpServer(t *testing.T, name string) mcpclient.Server {
+	return mcpclient.Server{Name: name, Transport: mcpclient.TransportHTTP, URL: mcptest.NewHTTPServer(t).URL,
 		ConnectTimeout: 10 * time.Second}
 }
 
@@ -53,7 +52,7 @@ func (c *calls) count(key string) int {
 	return c.n[key]
 }
 
-func newManager(t *testing.T, servers ...config.MCPServerLink) (*mcpclient.Manager, *calls) {
+func newManager(t *testing.T, servers ...mcpclient.Server) (*mcpclient.Manager, *calls) {
 	t.Helper()
 	obs := &calls{n: map[string]int{}}
 	m := mcpclient.New(mcpclient.Options{Logger: zaptest.NewLogger(t), Observer: obs, MinBackoff: 20 * time.Millisecond})
@@ -235,14 +234,14 @@ func TestApplyAddsAndRemovesServers(t *testing.T) {
 	m, _ := newManager(t, a)
 	old := tool(t, m, "a", "echo")
 	b := httpServer(t, "b")
-	m.Apply([]config.MCPServerLink{a, b})
+	m.Apply([]mcpclient.Server{a, b})
 	if err := m.WaitConnected(ctxTimeout(t, 10*time.Second), "b"); err != nil {
 		t.Fatal(err)
 	}
 	if same := tool(t, m, "a", "echo"); same != old {
 		t.Fatal("an unchanged server was reconnected")
 	}
-	m.Apply([]config.MCPServerLink{b})
+	m.Apply([]mcpclient.Server{b})
 	if _, ok := m.RemoteTool("a", "echo"); ok {
 		t.Fatal("a removed server's tool is still offered")
 	}
@@ -274,7 +273,7 @@ func BenchmarkStdioToolCall(b *testing.B) {
 	cmd, args, env := mcptest.StdioCommand()
 	m := mcpclient.New(mcpclient.Options{})
 	defer m.Close()
-	m.Apply([]config.MCPServerLink{{Name: "local", Transport: config.MCPTransportStdio, Command: cmd, Args: args, Env: env}})
+	m.Apply([]mcpclient.Server{{Name: "local", Transport: mcpclient.TransportStdio, Command: cmd, Args: args, Env: env}})
 	ctx := context.Background()
 	if err := m.WaitConnected(ctx, "local"); err != nil {
 		b.Fatal(err)

@@ -56,7 +56,7 @@ func (t tenantTools) ask(ctx context.Context, req *mcp.CallToolRequest, in AskIn
 	if question == "" {
 		return nil, out, errors.New(`"question" is empty`)
 	}
-	if max := t.h.opts.Config().Limits.MaxQuestionChars; utf8.RuneCountInString(question) > max {
+	if max := t.h.opts.Settings().MaxQuestionChars; utf8.RuneCountInString(question) > max {
 		return nil, out, fmt.Errorf("the question is longer than %d characters", max)
 	}
 	if _, ok := setup.Chains[mode]; !ok {

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/pipeline"
 	"github.com/chatpipe/chatpipe/tools"
@@ -105,12 +104,12 @@ func (t tenantTools) knowledgeSearch(ctx context.Context, _ *mcp.CallToolRequest
 // agent's knowledge_search tool with rerank keeping top_k passages: the
 // same search → rerank → merge as the rag mode and the agent mode.
 type searchChains struct {
-	cfg *config.Config
+	cfg *Settings
 	mu  sync.Mutex
 	by  map[int]*tools.Configured
 }
 
-func newSearchChains(cfg *config.Config) *searchChains {
+func newSearchChains(cfg *Settings) *searchChains {
 	return &searchChains{cfg: cfg, by: map[int]*tools.Configured{}}
 }
 
@@ -120,12 +119,8 @@ func (s *searchChains) tool(topK int) (*tools.Configured, error) {
 	if c, ok := s.by[topK]; ok {
 		return c, nil
 	}
-	minKeep := 2
-	if v, ok := s.cfg.Plugins["rerank"]["min_keep"].(int); ok {
-		minKeep = v
-	}
 	entry := map[string]any{"knowledge_search": map[string]any{"chain": []any{
-		"search", map[string]any{"rerank": map[string]any{"top_k": topK, "min_keep": min(minKeep, topK)}}, "merge",
+		"search", map[string]any{"rerank": map[string]any{"top_k": topK, "min_keep": min(s.cfg.RerankMinKeep, topK)}}, "merge",
 	}}}
 	set, err := tools.Build("mcp.server.knowledge_search", "mcp", []any{entry}, tools.Common{Timeout: searchTimeout}, s.cfg.Plugins)
 	if err != nil {

@@ -23,7 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/auth"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/run"
@@ -43,10 +42,29 @@ const (
 	OutcomeCanceled  = "canceled"   // the client cancelled
 )
 
+// Settings are what one configuration snapshot says about the endpoint.
+// A published Settings is never changed: a new snapshot is a new pointer.
+type Settings struct {
+	// ReadOnly offers only what reads the knowledge base: no ask.
+	ReadOnly bool
+	// MaxResultChars bounds the text of one tool result.
+	MaxResultChars int
+	// MaxQuestionChars bounds ask's question.
+	MaxQuestionChars int
+	// Plugins are the plugin sections knowledge_search's search → rerank
+	// → merge chain is built from, as the chat modes' chains are.
+	Plugins map[string]map[string]any
+	// RerankMinKeep is the passages rerank keeps when none reaches its
+	// threshold (at most the request's top_k).
+	RerankMinKeep int
+}
+
 // Options configure the MCP endpoint.
 type Options struct {
-	Config    func() *config.Config // the current snapshot
-	Setup     func() *run.Setup     // the current models and chat modes
+	// Settings returns the current snapshot's settings; servers are
+	// rebuilt when it returns another pointer.
+	Settings  func() *Settings
+	Setup     func() *run.Setup // the current models and chat modes
 	Knowledge *knowledge.Service
 	Runs      *run.Manager
 	Streams   stream.Store
@@ -63,7 +81,7 @@ type Handler struct {
 	schemas *mcp.SchemaCache
 
 	mu      sync.Mutex
-	cfg     *config.Config         // the snapshot servers were built for
+	cfg     *Settings              // the snapshot servers were built for
 	servers map[string]*mcp.Server // by tenant, for cfg
 	search  *searchChains
 }
@@ -96,7 +114,7 @@ func (h *Handler) server(r *http.Request) *mcp.Server {
 	if !ok {
 		tenant = auth.DefaultTenant
 	}
-	cfg := h.opts.Config()
+	cfg := h.opts.Settings()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cfg != cfg {
@@ -115,14 +133,14 @@ const instructions = "chatpipe's knowledge base. Use knowledge_search to find pa
 	"with its sources. The resource chatpipe://documents lists the documents."
 
 // build makes the MCP server one tenant sees.
-func (h *Handler) build(cfg *config.Config, tenant string) *mcp.Server {
+func (h *Handler) build(cfg *Settings, tenant string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatpipe", Title: "chatpipe knowledge base", Version: "1"},
 		&mcp.ServerOptions{Instructions: instructions, SchemaCache: h.schemas})
 	s.AddReceivingMiddleware(h.observe(tenant))
-	t := tenantTools{h: h, tenant: tenant, search: h.search, maxChars: cfg.MCP.Server.MaxResultChars}
+	t := tenantTools{h: h, tenant: tenant, search: h.search, maxChars: cfg.MaxResultChars}
 	mcp.AddTool(s, searchTool, t.knowledgeSearch)
 	mcp.AddTool(s, fetchTool, t.fetchDocument)
-	if !cfg.MCP.Server.ReadOnly {
+	if !cfg.ReadOnly {
 		mcp.AddTool(s, askTool, t.ask)
 	}
 	s.AddResource(documentsResource, t.documentList)

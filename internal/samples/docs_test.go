@@ -28,6 +28,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
 	"github.com/chatpipe/chatpipe/handler"
+	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/samples"
@@ -464,7 +465,7 @@ func TestYAMLExamplesInSamplesLoad(t *testing.T) {
 				t.Errorf("%s: %v", where, err)
 				continue
 			}
-			if _, err := llm.NewRegistry(cfg.Models, llm.RegistryOptions{}); err != nil {
+			if _, err := llm.NewRegistry(app.ModelOptions(cfg.Models), llm.RegistryOptions{}); err != nil {
 				t.Errorf("%s: %v", where, err)
 			}
 			chains, err := cfg.Chains()

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -72,14 +73,14 @@ type sampleKB struct {
 func openSampleKB(t *testing.T, embedded bool) sampleKB {
 	t.Helper()
 	ctx := t.Context()
-	cfg := config.Default().Knowledge
+	cfg := app.KnowledgeOptions(config.Default())
 	var emb embedding.Embedder
 	if embedded {
 		srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: embedDims})
-		cfg.Embedding = config.Embedding{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed",
-			BatchSize: 32, Timeout: 5 * time.Second}
+		cfg.EmbedBatchSize = 32
 		var err error
-		if emb, err = knowledge.NewEmbedder(cfg.Embedding); err != nil {
+		if emb, err = knowledge.NewEmbedder(knowledge.EmbeddingOptions{Provider: "openai", BaseURL: srv.BaseURL(),
+			Model: "hash-embed", Timeout: 5 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}

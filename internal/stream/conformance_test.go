@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/stream"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore/redistest"
@@ -71,7 +70,7 @@ func TestTieredAcrossReplicasConformance(t *testing.T) {
 
 func TestTieredLocalReadersGetEverythingWhileSharedStoreIsDown(t *testing.T) {
 	ctx := context.Background()
-	shared, err := redisstore.Open(ctx, config.Redis{Addr: redistest.ClosedAddr(t), KeyPrefix: "down:", QueueSize: 64},
+	shared, err := redisstore.Open(ctx, redisstore.RedisOptions{Addr: redistest.ClosedAddr(t), KeyPrefix: "down:", QueueSize: 64},
 		redisstore.Options{})
 	if err != nil {
 		t.Fatalf("open with Redis down: %v", err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
@@ -249,10 +248,10 @@ var tenantTests = []test{
 		// The Service's tenant checks, over this store; the suite's store
 		// is closed by Run, which a second Close through the service would
 		// only repeat.
-		svc := knowledge.NewService(s, HashEmbedder{Dims: 64}, config.Knowledge{
-			Chunking:  config.Chunking{TargetTokens: 300, OverlapTokens: 40},
-			Embedding: config.Embedding{BatchSize: 32},
-			Search:    config.Search{TopK: 20, KeywordWeight: 1, VectorWeight: 1, RRFK: 60},
+		svc := knowledge.NewService(s, HashEmbedder{Dims: 64}, knowledge.Options{
+			Chunking:       knowledge.Chunker{TargetTokens: 300, OverlapTokens: 40},
+			EmbedBatchSize: 32,
+			Search:         knowledge.SearchOptions{TopK: 20, KeywordWeight: 1, VectorWeight: 1, RRFK: 60},
 		}, nil)
 		ctx := t.Context()
 		ingest := func(tenant, content string) knowledge.Document {

@@ -8,13 +8,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/samples"
 )
+
+// defaultOptions are the knowledge options config.yaml's defaults map to
+// (internal/app, which this package's tests cannot import).
+var defaultOptions = knowledge.Options{
+	MaxUploadBytes: 2 << 20,
+	MaxFileBytes:   50 << 20,
+	Chunking:       knowledge.Chunker{TargetTokens: 300, OverlapTokens: 40},
+	EmbedBatchSize: 32,
+	Search:         knowledge.SearchOptions{TopK: 20, KeywordWeight: 1, VectorWeight: 0.2, RRFK: 5},
+}
 
 // TestKeywordRecallOnTheSamplesIsNearSQLites: ts_rank is not bm25, so
 // the ranking differs; over the sample knowledge base and its labelled
@@ -42,7 +51,7 @@ func TestKeywordRecallOnTheSamplesIsNearSQLites(t *testing.T) {
 	recall := map[string]float64{}
 	for name, store := range map[string]knowledge.Store{"postgres": openSchema(t, pgdbtest.NewSchema(t)), "sqlite": lite} {
 		ctx := context.Background()
-		svc := knowledge.NewService(store, nil, config.Default().Knowledge, nil)
+		svc := knowledge.NewService(store, nil, defaultOptions, nil)
 		if _, err := svc.LoadSamples(ctx, samples.FS); err != nil {
 			t.Fatalf("%s: LoadSamples: %v", name, err)
 		}

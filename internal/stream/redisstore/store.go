@@ -29,11 +29,30 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/zap"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/stream"
 )
 
-// Options tunes the store beyond config.Redis.
+// RedisOptions are the Redis server and the keys the store writes there;
+// every replica sharing streams uses the same.
+type RedisOptions struct {
+	Addr     string // host:port; required
+	Password string // "" = none
+	DB       int    // database number
+	// KeyPrefix starts every key the store writes (streams live under
+	// <KeyPrefix>stream:<id>).
+	KeyPrefix string
+	// LiveTTL is the expiry of a live stream's keys, renewed while the
+	// stream grows. 0 means 30m.
+	LiveTTL time.Duration
+	// FinishedTTL is how long a finished stream stays replayable. 0
+	// means 10m.
+	FinishedTTL time.Duration
+	// QueueSize bounds the events (all streams) waiting for Redis while
+	// it is slow or down. 0 means 4096.
+	QueueSize int
+}
+
+// Options tunes the store beyond RedisOptions.
 type Options struct {
 	// MaxEvents caps each stream (XADD MAXLEN ~): Redis keeps at least
 	// this many of the newest events. 0 means 20000, as the memory store.
@@ -75,7 +94,7 @@ const (
 // methods (Exists, AppendDirect, LastSeq, Flush, Client, Prefix) serve
 // cross-replica work.
 type Store struct {
-	cfg        config.Redis
+	cfg        RedisOptions
 	maxEvents  int64
 	block      time.Duration
 	renewEvery time.Duration
@@ -133,7 +152,7 @@ type wstream struct {
 // Open connects to Redis and starts the writer. An unreachable Redis is
 // logged, not fatal: streams are then marked broken until it returns, and
 // the store recovers by itself.
-func Open(ctx context.Context, cfg config.Redis, opts Options) (*Store, error) {
+func Open(ctx context.Context, cfg RedisOptions, opts Options) (*Store, error) {
 	if cfg.Addr == "" {
 		return nil, errors.New("redis stream store: redis.addr is empty")
 	}
@@ -187,7 +206,7 @@ func Open(ctx context.Context, cfg config.Redis, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func clientOptions(cfg config.Redis, poolSize, retries int) *redis.Options {
+func clientOptions(cfg RedisOptions, poolSize, retries int) *redis.Options {
 	return &redis.Options{
 		Addr:     cfg.Addr,
 		Password: cfg.Password,

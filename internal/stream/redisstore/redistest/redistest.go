@@ -19,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/stream/redisstore"
 )
 
@@ -44,14 +43,14 @@ func Addr(t testing.TB) string {
 	return addr
 }
 
-// Config is a Redis config for the test Redis with a key prefix unique to
+// Config is the Redis options of the test Redis with a key prefix unique to
 // this test; every key under it is deleted when the test ends.
-func Config(t testing.TB) config.Redis {
+func Config(t testing.TB) redisstore.RedisOptions {
 	t.Helper()
 	addr := Addr(t)
 	prefix := Prefix(t)
 	t.Cleanup(func() { DeleteKeys(t, addr, prefix) })
-	return config.Redis{
+	return redisstore.RedisOptions{
 		Addr: addr, KeyPrefix: prefix,
 		LiveTTL: 30 * time.Minute, FinishedTTL: 10 * time.Minute, QueueSize: 4096,
 	}
@@ -65,7 +64,7 @@ func Open(t testing.TB, opts redisstore.Options) *redisstore.Store {
 }
 
 // OpenConfig opens a store with cfg, closed when the test ends.
-func OpenConfig(t testing.TB, cfg config.Redis, opts redisstore.Options) *redisstore.Store {
+func OpenConfig(t testing.TB, cfg redisstore.RedisOptions, opts redisstore.Options) *redisstore.Store {
 	t.Helper()
 	s, err := redisstore.Open(context.Background(), cfg, opts)
 	if err != nil {
