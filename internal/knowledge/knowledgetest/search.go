@@ -124,15 +124,17 @@ var keywordTests = []test{
 			t.Errorf("KeywordSearchTerms(变更) = %v (%+v), want the changes page alone", got, hits)
 		}
 		// Stems are searched as they are, with the query's scores: the
-		// same terms rank as KeywordSearch ranks the query they come from.
-		viaTerms, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, []string{"releas", "chang"}, 10)
+		// same term ranks as KeywordSearch ranks the word it comes from. (One
+		// word: neighbouring query words may add a proximity bonus, which
+		// terms never get.)
+		viaTerms, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, []string{"releas"}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		viaQuery := keyword(t, s, "released changes", 10)
+		viaQuery := keyword(t, s, "released", 10)
 		if len(viaTerms) != 1 || len(viaQuery) != 1 || viaTerms[0].ChunkID != viaQuery[0].ChunkID ||
 			math.Abs(viaTerms[0].Score-viaQuery[0].Score) > 1e-9 {
-			t.Errorf("KeywordSearchTerms(releas chang) = %+v, want what KeywordSearch(released changes) finds, %+v", viaTerms, viaQuery)
+			t.Errorf("KeywordSearchTerms(releas) = %+v, want what KeywordSearch(released) finds, %+v", viaTerms, viaQuery)
 		}
 		for _, terms := range [][]string{nil, {}, {""}} {
 			if hits, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, terms, 10); err != nil || len(hits) != 0 {
