@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -69,7 +70,7 @@ func TestAddExpansionWeighsTheExpansionBelowTheQuery(t *testing.T) {
 			[]string{"a", "b", "c"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := addExpansion(tc.query, tc.expanded, 0.3, tc.limit)
+			got := addExpansion(tc.query, tc.expanded, func(Hit) float64 { return 0.3 }, tc.limit)
 			if !slices.Equal(ids(got), tc.want) {
 				t.Fatalf("order = %v, want %v", ids(got), tc.want)
 			}
@@ -79,5 +80,44 @@ func TestAddExpansionWeighsTheExpansionBelowTheQuery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestBridgeTermsAreTheEnglishStemsOfTheChineseWordsGlosses(t *testing.T) {
+	got := BridgeTerms("如何修改文件")
+	for _, want := range []string{"modifi", "alter"} { // 修改: amend, alter, modify
+		if !slices.Contains(got, want) {
+			t.Errorf("BridgeTerms(如何修改文件) = %v, want the stem %q among them", got, want)
+		}
+	}
+	for _, term := range got {
+		if strings.ContainsFunc(term, isHan) {
+			t.Errorf("bridge term %q holds Chinese", term)
+		}
+	}
+	if own := BridgeTerms("modify 修改"); slices.Contains(own, "modifi") {
+		t.Errorf("BridgeTerms(modify 修改) = %v repeats the query's own term modifi", own)
+	}
+	for _, q := range []string{"", "how do I change a file", "修", "🚀"} {
+		if got := BridgeTerms(q); len(got) != 0 {
+			t.Errorf("BridgeTerms(%q) = %v, want none", q, got)
+		}
+	}
+	if long := BridgeTerms("如何修改文件的读写执行权限并删除目录再复制一个文件夹及其里面的全部内容"); len(long) > maxExpansionTerms {
+		t.Errorf("a long query's bridge has %d terms, want at most %d", len(long), maxExpansionTerms)
+	}
+}
+
+func TestTheBridgeCountsMoreOnAPageWithoutChinese(t *testing.T) {
+	english := Hit{Title: "open.2", Content: "open and possibly create a file"}
+	chinese := Hit{Title: "chmod.1", Content: "chmod - 改变文件模式比特位 (change file mode bits)"}
+	if got := bridgeWeight(english); got != bridgeForeignWeight {
+		t.Errorf("bridge weight of an English chunk = %v, want %v", got, bridgeForeignWeight)
+	}
+	if got := bridgeWeight(chinese); got != bridgeChineseWeight {
+		t.Errorf("bridge weight of a chunk holding Chinese = %v, want %v", got, bridgeChineseWeight)
+	}
+	if bridgeChineseWeight >= bridgeForeignWeight {
+		t.Error("a chunk that the question's own words can reach must count the bridge less than one only the bridge reaches")
 	}
 }

@@ -66,8 +66,10 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 }
 
 // keywordSearch is the store's keyword search over tenantID's and the
-// shared chunks, best limit first: one store query for both, and one
-// more for the query's expansion (ExpansionTerms) when it has one.
+// shared chunks, best limit first: one store query for both, and one more
+// each for the query's English bridge (BridgeTerms) and its expansion
+// (ExpansionTerms) when it has them, each added to a chunk's score with
+// its weight.
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
@@ -77,15 +79,23 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 	if err != nil {
 		return nil, err
 	}
-	expansion := ExpansionTerms(query)
-	if len(expansion) == 0 {
-		return hits, nil
+	for _, more := range []struct {
+		terms  []string
+		weight func(Hit) float64
+	}{
+		{BridgeTerms(query), bridgeWeight},
+		{ExpansionTerms(query), func(Hit) float64 { return expansionWeight }},
+	} {
+		if len(more.terms) == 0 {
+			continue
+		}
+		found, err := s.store.KeywordSearchTerms(ctx, tenants, more.terms, limit)
+		if err != nil {
+			return nil, err
+		}
+		hits = addExpansion(hits, found, more.weight, limit)
 	}
-	more, err := s.store.KeywordSearchTerms(ctx, tenants, expansion, limit)
-	if err != nil {
-		return nil, err
-	}
-	return addExpansion(hits, more, expansionWeight, limit), nil
+	return hits, nil
 }
 
 // storeVectorSearch is the store's vector search over tenantID's and the

@@ -1,8 +1,9 @@
-// Command gen builds the table of package synonyms from a third-party
+// Command gen builds the tables of package synonyms from a third-party
 // lexical resource, at development time (the resource is not shipped,
 // only the compact table drawn from it): CC-CEDICT (MDBG, CC BY-SA 4.0;
 // the file cedict_ts.u8), Chinese words sharing a specific English gloss
-// ("修改 to alter" ~ "变更 to alter").
+// ("修改 to alter" ~ "变更 to alter", zh.tsv.gz) and the English words of a
+// word's first glosses (修改 → amend alter modify, zh_en.tsv.gz).
 //
 // Usage, from this directory:
 //
@@ -35,6 +36,13 @@ func main() {
 		log.Fatal(err)
 	}
 	if err := writeTable(filepath.Join(*out, "zh.tsv.gz"), zh); err != nil {
+		log.Fatal(err)
+	}
+	en, err := englishTable(*cedict)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := writeTable(filepath.Join(*out, "zh_en.tsv.gz"), en); err != nil {
 		log.Fatal(err)
 	}
 }
