@@ -139,6 +139,12 @@ func (h *Handler) cfg() *config.Config { return h.deps.Config() }
 func (h *Handler) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	h.logRequest(c, start)
+}
+
+// logRequest is accessLog's after part, in its own frame: a live stream's
+// handler goroutine rests under accessLog (see streamTail).
+func (h *Handler) logRequest(c *gin.Context, start time.Time) {
 	d := time.Since(start)
 	fields := []zap.Field{
 		zap.String("method", c.Request.Method),

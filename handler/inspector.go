@@ -40,6 +40,15 @@ func (h *Handler) messageTrace(c *gin.Context) {
 // traceparent) and puts it in the request's context, where the run finds
 // it: the generation's spans join the same trace.
 func (h *Handler) traceRequest(c *gin.Context) {
+	span := h.startRequestSpan(c)
+	c.Next()
+	endRequestSpan(c, span)
+}
+
+// startRequestSpan and endRequestSpan are traceRequest's before and after
+// parts, in their own frames: a live stream's handler goroutine rests
+// under traceRequest (see streamTail).
+func (h *Handler) startRequestSpan(c *gin.Context) trace.Span {
 	ctx := telemetry.Propagator.Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	route := c.FullPath()
 	name := c.Request.Method + " " + route
@@ -52,7 +61,10 @@ func (h *Handler) traceRequest(c *gin.Context) {
 			attribute.String("http.route", route), attribute.String("url.path", c.Request.URL.Path))
 	}
 	c.Request = c.Request.WithContext(ctx)
-	c.Next()
+	return span
+}
+
+func endRequestSpan(c *gin.Context, span trace.Span) {
 	if span.IsRecording() {
 		status := c.Writer.Status()
 		span.SetAttributes(attribute.Int("http.response.status_code", status))

@@ -57,65 +57,74 @@ func (o *optionalID) UnmarshalJSON(b []byte) error {
 // consuming the very same event stream. On POST /api/v1/messages the
 // question opens a new session (stream.started carries its id).
 func (h *Handler) postMessage(c *gin.Context) {
+	if id, streaming, ok := h.startMessage(c); ok {
+		h.answer(c, id, streaming)
+	}
+}
+
+// startMessage validates the question and starts its answer, or answers
+// the error; apart from postMessage so that its large frame is gone
+// before the answer streams (see streamTail).
+func (h *Handler) startMessage(c *gin.Context) (streamID string, streaming, ok bool) {
 	cfg := h.cfg()
 	var req postMessageRequest
 	if rerr := decodeJSON(c, cfg.Limits.MaxBodyBytes, &req, false); rerr != nil {
 		abort(c, rerr.status, rerr.code, rerr.message)
-		return
+		return "", false, false
 	}
 	newSession := c.Param("id") == ""
 	if !newSession && req.Title != nil {
 		abort(c, http.StatusBadRequest, "unexpected_title",
 			`"title" names a new session (POST /api/v1/messages); rename this one with PATCH /api/v1/sessions/{id}.`)
-		return
+		return "", false, false
 	}
 	if newSession && req.ParentID.Set {
 		abort(c, http.StatusBadRequest, "unexpected_parent", `A new session has no messages to follow; leave out "parent_id".`)
-		return
+		return "", false, false
 	}
 	if req.ParentID.Set && !req.ParentID.Null && (req.ParentID.ID == "" || req.ParentID.ID == history.Root) {
 		abort(c, http.StatusBadRequest, "invalid_parent", `"parent_id" is empty; send an answer's id, or null to start over.`)
-		return
+		return "", false, false
 	}
 	if strings.TrimSpace(req.Content) == "" {
 		abort(c, http.StatusBadRequest, "empty_content", `The question is empty; put it in "content".`)
-		return
+		return "", false, false
 	}
 	if !utf8.ValidString(req.Content) {
 		abort(c, http.StatusBadRequest, "invalid_content", "The question is not valid UTF-8 text.")
-		return
+		return "", false, false
 	}
 	if n, limit := utf8.RuneCountInString(req.Content), cfg.Limits.MaxQuestionChars; n > limit {
 		abort(c, http.StatusBadRequest, "content_too_long",
 			fmt.Sprintf("The question is %d characters long; the limit is %d.", n, limit))
-		return
+		return "", false, false
 	}
 	if !h.checkMode(c, req.Mode) {
-		return
+		return "", false, false
 	}
 	if req.Models != nil && req.Stream != nil && !*req.Stream {
 		abort(c, http.StatusBadRequest, "stream_required",
 			`Answers of several models come as one event stream; leave out "stream": false.`)
-		return
+		return "", false, false
 	}
 
 	if limit := cfg.Limits.MaxConcurrentStreams; limit > 0 && len(req.Models) > limit {
 		abort(c, http.StatusBadRequest, "too_many_models", fmt.Sprintf(
 			"Answering with %d models at once counts as %d answers being generated, and this key may have only %d "+
 				"(limits.max_concurrent_streams); ask fewer models.", len(req.Models), len(req.Models), limit))
-		return
+		return "", false, false
 	}
 	sessionID := c.Param("id")
 	if newSession {
 		sess, ok := h.newSession(c, deref(req.Title), req.Mode)
 		if !ok {
-			return
+			return "", false, false
 		}
 		// Saved only once the request is known good, and removed again if
 		// the answer cannot start: a refused request leaves nothing.
 		if _, err := h.deps.History.CreateSession(c.Request.Context(), sess); err != nil {
 			h.internal(c, "create session", err)
-			return
+			return "", false, false
 		}
 		sessionID = sess.ID
 	}
@@ -134,12 +143,12 @@ func (h *Handler) postMessage(c *gin.Context) {
 		}
 	}
 	if !ok {
-		return
+		return "", false, false
 	}
 	if h.startFailed(c, err) {
-		return
+		return "", false, false
 	}
-	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
+	return r.StreamID, req.Stream == nil || *req.Stream, true
 }
 
 // startFailed answers a run that did not start, and reports whether it

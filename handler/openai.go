@@ -162,6 +162,20 @@ type openAIMessage struct {
 // chatCompletions runs the mode named by "model" on the request's
 // conversation and answers in OpenAI's chat-completions format.
 func (h *Handler) chatCompletions(c *gin.Context) {
+	r, b, stream, includeUsage := h.startCompletion(c)
+	switch {
+	case r == nil: // answered
+	case stream:
+		h.streamCompletion(c, r, b, includeUsage)
+	default:
+		h.wholeCompletion(c, r, b)
+	}
+}
+
+// startCompletion validates the request and starts its run, or answers the
+// error (r nil); apart from chatCompletions so that its large frame is
+// gone before the answer streams (see streamTail).
+func (h *Handler) startCompletion(c *gin.Context) (r *run.Run, b *completionBuilder, stream, includeUsage bool) {
 	cfg := h.cfg()
 	var req openAIChatRequest
 	if status, msg := decodeOpenAI(c, cfg.Limits.MaxBodyBytes, &req); status != 0 {
@@ -170,7 +184,7 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 			code = "body_too_large"
 		}
 		openAIAbort(c, status, code, "", msg)
-		return
+		return nil, nil, false, false
 	}
 	mode := req.Model
 	if mode == "" {
@@ -178,12 +192,12 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 	}
 	if !h.knownMode(mode) {
 		h.unknownModel(c, mode)
-		return
+		return nil, nil, false, false
 	}
 	turns, question, perr := openAITurns(req.Messages, cfg.Limits.MaxQuestionChars)
 	if perr != nil {
 		openAIAbort(c, http.StatusBadRequest, perr.code, perr.param, perr.message)
-		return
+		return nil, nil, false, false
 	}
 	r, ok, err := h.startLimited(c, 1, func() (*run.Run, error) {
 		return h.deps.Runs.StartStateless(c.Request.Context(), run.StatelessRequest{
@@ -193,27 +207,23 @@ func (h *Handler) chatCompletions(c *gin.Context) {
 			NoStreamRetry: req.Stream})
 	}, func(msg string) { openAIAbort(c, http.StatusTooManyRequests, "rate_limit_exceeded", "", msg) })
 	if !ok {
-		return
+		return nil, nil, false, false
 	}
 	switch {
 	case errors.Is(err, run.ErrUnknownMode):
 		h.unknownModel(c, mode)
-		return
+		return nil, nil, false, false
 	case errors.Is(err, run.ErrShuttingDown):
 		openAIAbort(c, http.StatusServiceUnavailable, "shutting_down", "", "The server is restarting; try again in a moment.")
-		return
+		return nil, nil, false, false
 	case err != nil:
 		h.reqLog(c).Error("start completion failed", zap.Error(err))
 		openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
-		return
+		return nil, nil, false, false
 	}
 	c.Header("X-Message-Id", r.StreamID)
-	b := newCompletionBuilder(r.StreamID, mode, wantsThinkTags(c, req.ThinkTags))
-	if req.Stream {
-		h.streamCompletion(c, r, b, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-		return
-	}
-	h.wholeCompletion(c, r, b)
+	return r, newCompletionBuilder(r.StreamID, mode, wantsThinkTags(c, req.ThinkTags)), req.Stream,
+		req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 }
 
 // wantsThinkTags reads the think_tags field, else the header.

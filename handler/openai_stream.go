@@ -27,12 +27,8 @@ func follow(ctx context.Context, sub stream.Subscription, b *completionBuilder, 
 		if err != nil {
 			return err
 		}
-		for _, rec := range recs {
-			ev, err := eventbus.Decode(rec.Data)
-			if err != nil {
-				return err
-			}
-			b.apply(ev)
+		if err := b.applyRecords(recs); err != nil {
+			return err
 		}
 		if emit != nil && len(recs) > 0 {
 			if err := emit(); err != nil {
@@ -58,56 +54,100 @@ func follow(ctx context.Context, sub stream.Subscription, b *completionBuilder, 
 	}
 }
 
+// applyRecords folds recs into b; apart from follow, whose frame a
+// streamed completion waits under.
+func (b *completionBuilder) applyRecords(recs []stream.Record) error {
+	for _, rec := range recs {
+		ev, err := eventbus.Decode(rec.Data)
+		if err != nil {
+			return err
+		}
+		b.apply(ev)
+	}
+	return nil
+}
+
 // streamCompletion answers with chat.completion.chunk frames. The HTTP
 // status is held back until there is something to send, so a run that
 // fails before its first token is answered with an error status; after
 // that, an error object frame then [DONE]. A client that goes away stops
 // the run: nothing is saved, so nobody could read the rest.
 func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuilder, includeUsage bool) {
-	ctx := c.Request.Context()
-	sub, err := h.deps.Streams.Subscribe(ctx, r.StreamID, 0)
+	sub, s := h.openCompletion(c, r, b)
+	if sub == nil {
+		return
+	}
+	defer sub.Close()
+	heartbeat := time.NewTicker(h.cfg().Stream.Heartbeat)
+	defer heartbeat.Stop()
+	err := follow(c.Request.Context(), sub, b, heartbeat.C, s.emit, s.idle)
+	h.endCompletion(c, r, s, err, includeUsage)
+}
+
+// openCompletion subscribes to the run's stream and makes the completion's
+// writer; sub is nil when it answered an error.
+func (h *Handler) openCompletion(c *gin.Context, r *run.Run, b *completionBuilder) (stream.Subscription, *completionStream) {
+	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), r.StreamID, 0)
 	if err != nil {
 		h.deps.Runs.Stop(r.StreamID)
 		h.reqLog(c).Error("subscribe to completion stream failed", zap.Error(err))
 		openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
-		return
+		return nil, nil
 	}
-	defer sub.Close()
-	cfg := h.cfg()
-	w := &chunkWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: cfg.Server.WriteTimeout}
+	w := &chunkWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: h.cfg().Server.WriteTimeout}
 	liftBodyDeadline(w.rc)
-	heartbeat := time.NewTicker(cfg.Stream.Heartbeat)
-	defer heartbeat.Stop()
+	return sub, &completionStream{w: w, b: b}
+}
 
-	start := func() {
-		if !w.committed {
-			w.commit()
-			w.data(b.chunk(openAIDelta{Role: "assistant", Content: new("")}, nil))
-		}
+// completionStream is a streamed completion's writer and builder. The
+// handler goroutine waits in follow for as long as the answer lasts, so
+// the frames under it stay small: the frames are built in these methods
+// and in endCompletion (see streamTail).
+type completionStream struct {
+	w *chunkWriter
+	b *completionBuilder
+}
+
+// start commits the response and sends the assistant's role, once.
+func (s *completionStream) start() {
+	if !s.w.committed {
+		s.w.commit()
+		s.w.data(s.b.chunk(openAIDelta{Role: "assistant", Content: new("")}, nil))
 	}
-	emit := func() error {
-		if len(b.pending) == 0 {
-			return nil
-		}
-		start()
-		for _, p := range b.pending {
-			d := openAIDelta{Content: new(p.text)}
-			if p.reasoning {
-				d = openAIDelta{ReasoningContent: new(p.text)}
-			}
-			w.data(b.chunk(d, nil))
-		}
-		b.pending = b.pending[:0]
-		return w.flush()
+}
+
+// emit sends the deltas gathered since the last batch.
+func (s *completionStream) emit() error {
+	if len(s.b.pending) == 0 {
+		return nil
 	}
-	idle := func() error {
-		start() // a long search must not leave the client without a byte
-		w.buf = append(w.buf, ": ping\n\n"...)
-		return w.flush()
+	s.start()
+	for _, p := range s.b.pending {
+		d := openAIDelta{Content: new(p.text)}
+		if p.reasoning {
+			d = openAIDelta{ReasoningContent: new(p.text)}
+		}
+		s.w.data(s.b.chunk(d, nil))
 	}
-	if err := follow(ctx, sub, b, heartbeat.C, emit, idle); err != nil {
+	s.b.pending = s.b.pending[:0]
+	return s.w.flush()
+}
+
+// idle answers a heartbeat: a long search must not leave the client
+// without a byte.
+func (s *completionStream) idle() error {
+	s.start()
+	s.w.buf = append(s.w.buf, ": ping\n\n"...)
+	return s.w.flush()
+}
+
+// endCompletion sends the end of a streamed completion that follow ended
+// with err.
+func (h *Handler) endCompletion(c *gin.Context, r *run.Run, s *completionStream, err error, includeUsage bool) {
+	w, b := s.w, s.b
+	if err != nil {
 		h.deps.Runs.Stop(r.StreamID)
-		if ctx.Err() != nil {
+		if c.Request.Context().Err() != nil {
 			return // the client left
 		}
 		// The reader fell behind the stream's replay window, or the store failed.
@@ -122,7 +162,7 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 		_ = w.flush()
 		return
 	}
-	if err := emit(); err != nil {
+	if err := s.emit(); err != nil {
 		return
 	}
 	finish := b.finishReason()
@@ -134,7 +174,7 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 		}
 		w.data(body)
 	} else {
-		start()
+		s.start()
 		last := b.chunk(openAIDelta{}, &finish)
 		last.Chatpipe = b.extension()
 		w.data(last)

@@ -25,99 +25,148 @@ import (
 // A finished stream with nothing left to send answers 204, which tells an
 // EventSource to stop reconnecting.
 func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
+	if t := h.openTail(c, id, after); t != nil {
+		defer t.sub.Close()
+		t.follow()
+	}
+}
+
+// streamTail is one reader of a stream between two wake-ups. Every live
+// stream's handler goroutine rests in follow's select for as long as the
+// answer lasts, so the state lives here rather than in large stack frames
+// and the rare paths (replay errors, pending approvals, logging) are
+// separate calls: the GC shrinks a resting stack to a quarter of what it
+// holds, and one resting below 4 KiB takes half the memory of one above.
+type streamTail struct {
+	h    *Handler
+	c    *gin.Context
+	id   string
+	sub  stream.Subscription
+	w    *sseWriter
+	recs []stream.Record
+	done bool
+	// pending are approval requests still open, re-sent to a resuming
+	// reader once the gap up to gapEnd has gone out.
+	pending []stream.Record
+	gapEnd  int64
+}
+
+// openTail subscribes and answers what needs no tail (an unknown, expired
+// or finished stream); otherwise it returns the reader, whose sub the
+// caller closes.
+func (h *Handler) openTail(c *gin.Context, id string, after int64) *streamTail {
 	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), id, after)
 	switch {
 	case errors.Is(err, stream.ErrNotFound):
 		h.streamGone(c, id)
-		return
+		return nil
 	case errors.Is(err, stream.ErrExpired), errors.Is(err, stream.ErrUnavailable):
 		// The window is gone, or the shared store cannot be reached from
 		// here: the client reloads the saved message instead.
 		h.sendResync(c, id)
-		return
+		return nil
 	case err != nil:
 		h.internal(c, "subscribe to stream", err)
-		return
+		return nil
 	}
-	defer sub.Close()
-
+	t := &streamTail{h: h, c: c, id: id, sub: sub}
 	// Sized for a live tail (a few records a wake-up); a replay grows it.
-	recs, done, err := sub.Fetch(make([]stream.Record, 0, 8))
-	if errors.Is(err, stream.ErrExpired) {
+	t.recs, t.done, err = sub.Fetch(make([]stream.Record, 0, 8))
+	switch {
+	case errors.Is(err, stream.ErrExpired):
 		h.sendResync(c, id)
-		return
-	}
-	if err != nil {
+	case err != nil:
 		h.internal(c, "read stream", err)
-		return
-	}
-	if done && len(recs) == 0 {
+	case t.done && len(t.recs) == 0:
 		c.Status(http.StatusNoContent)
-		return
+	default:
+		if t.start(after) {
+			return t
+		}
 	}
+	sub.Close()
+	return nil
+}
 
-	w := newSSEWriter(c, h.cfg().Server.WriteTimeout)
-	w.metrics = h.deps.Metrics
-	ctx := c.Request.Context()
+// start sends the headers and finds the approvals a resuming reader must
+// be asked again; false when the client is already gone.
+func (t *streamTail) start(after int64) bool {
+	t.w = newSSEWriter(t.c, t.h.cfg().Server.WriteTimeout)
+	t.w.metrics = t.h.deps.Metrics
 	// A reader resuming past a tool call's approval request that is still
 	// open is asked again (it may have lost its state) — after the gap it
 	// missed, which may decide it or hold requests of its own, and before
 	// the live tail: gap, then what is still pending, then live.
-	var (
-		pending []stream.Record
-		gapEnd  int64
-	)
-	if after > 0 && !done {
-		pending, gapEnd, err = run.StillPending(ctx, h.deps.Streams, id, after)
+	if after > 0 && !t.done {
+		var err error
+		t.pending, t.gapEnd, err = run.StillPending(t.c.Request.Context(), t.h.deps.Streams, t.id, after)
 		if err != nil {
-			h.reqLog(c).Warn("finding pending approvals failed", zap.String("stream_id", id), zap.Error(err))
+			t.h.reqLog(t.c).Warn("finding pending approvals failed", zap.String("stream_id", t.id), zap.Error(err))
 		}
 	}
-	if len(recs) == 0 && len(pending) == 0 { // answer with the headers now, not at the next event
-		if err := w.flush(); err != nil {
-			return
-		}
+	if len(t.recs) == 0 && len(t.pending) == 0 { // answer with the headers now, not at the next event
+		return t.w.flush() == nil
 	}
-	heartbeat := time.NewTicker(h.cfg().Stream.Heartbeat)
+	return true
+}
+
+// follow writes what was fetched and waits for more, until the stream
+// ends or the client leaves.
+func (t *streamTail) follow() {
+	ctx := t.c.Request.Context()
+	heartbeat := time.NewTicker(t.h.cfg().Stream.Heartbeat)
 	defer heartbeat.Stop()
 	for {
-		if len(recs) > 0 {
-			if err := w.records(recs); err != nil {
-				return // the client is gone or stalled past the write timeout
-			}
-		}
-		if pending != nil && (len(recs) == 0 || recs[len(recs)-1].Seq >= gapEnd) {
-			w.again(pending)
-			pending = nil
-			if err := w.flush(); err != nil {
-				return
-			}
-		}
-		if done {
+		if !t.send() || t.done {
 			return
 		}
-		if len(recs) == 0 {
+		if len(t.recs) == 0 {
 			select {
 			case <-ctx.Done():
 				return
 			case <-heartbeat.C:
-				if err := w.ping(); err != nil {
+				if t.w.ping() != nil {
 					return
 				}
-			case <-sub.Ready():
+			case <-t.sub.Ready():
 			}
 		}
-		recs, done, err = sub.Fetch(recs[:0])
-		switch {
-		case errors.Is(err, stream.ErrExpired):
-			// This reader fell behind the retained window.
-			_ = w.resync(id)
-			return
-		case err != nil:
-			h.reqLog(c).Warn("stream read ended", zap.String("stream_id", id), zap.Error(err))
+		if !t.fetch() {
 			return
 		}
 	}
+}
+
+// send writes the records fetched, then the pending approval requests
+// once the gap before them is out; false when the client is gone or
+// stalled past the write timeout.
+func (t *streamTail) send() bool {
+	if len(t.recs) > 0 && t.w.records(t.recs) != nil {
+		return false
+	}
+	if t.pending != nil && (len(t.recs) == 0 || t.recs[len(t.recs)-1].Seq >= t.gapEnd) {
+		t.w.again(t.pending)
+		t.pending = nil
+		return t.w.flush() == nil
+	}
+	return true
+}
+
+// fetch reads what the stream holds past the last record sent; false
+// when this reader must stop.
+func (t *streamTail) fetch() bool {
+	var err error
+	t.recs, t.done, err = t.sub.Fetch(t.recs[:0])
+	switch {
+	case errors.Is(err, stream.ErrExpired):
+		// This reader fell behind the retained window.
+		_ = t.w.resync(t.id)
+		return false
+	case err != nil:
+		t.h.reqLog(t.c).Warn("stream read ended", zap.String("stream_id", t.id), zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // streamGone answers for a stream the store no longer holds: if its
@@ -235,6 +284,12 @@ func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
 		h.serveStream(c, streamID, 0)
 		return
 	}
+	h.answerWhole(c, streamID)
+}
+
+// answerWhole sends the finished message; apart from answer so that the
+// frame a streamed answer rests under stays small.
+func (h *Handler) answerWhole(c *gin.Context, streamID string) {
 	sub, err := h.deps.Streams.Subscribe(c.Request.Context(), streamID, 0)
 	if err != nil {
 		h.internal(c, "subscribe to stream", err)

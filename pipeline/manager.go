@@ -27,6 +27,11 @@ type link struct {
 type stageState struct {
 	status string
 	detail string
+	// What closing the stage needs: kept here rather than in run's frame.
+	link   link
+	start  time.Time
+	span   trace.Span
+	closed bool
 }
 
 // NewEventManager builds the chain for mode from plugins in order. It
@@ -93,29 +98,9 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 		return perr
 	}
 	l := m.links[i]
-	st := &stageState{status: eventbus.StageFinished}
+	st := &stageState{status: eventbus.StageFinished, link: l, start: time.Now()}
 	cm.stage = st
-	start := time.Now()
-	// The stage's span ends when the stage does (next() or return); the
-	// rest of the chain runs on ctx, so stages are siblings in the trace.
-	pluginCtx, span := telemetry.Start(ctx, "stage "+string(l.event))
-	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{Name: string(l.event), Plugin: l.plugin.Name(), Status: eventbus.StageStarted}))
-
-	closed := false
-	closeStage := func(failed bool) {
-		if closed {
-			return
-		}
-		closed = true
-		status := st.status
-		if failed {
-			status = eventbus.StageFailed
-		}
-		cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{
-			Name: string(l.event), Plugin: l.plugin.Name(), Status: status, ElapsedMS: time.Since(start).Milliseconds(), Detail: st.detail,
-		}))
-		endStageSpan(span, m.mode, l, status, st.detail)
-	}
+	pluginCtx := startStage(ctx, cm, st)
 	called := false
 	next := func() *PluginError {
 		if called {
@@ -123,7 +108,7 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 				Message: "The request could not be completed.", Err: ErrNextCalledTwice}
 		}
 		called = true
-		closeStage(false)
+		m.closeStage(cm, st, false)
 		nextCtx := ctx
 		if cm.nextCtx != nil { // derived from pluginCtx: the rest of the chain nests under this stage
 			nextCtx, cm.nextCtx = cm.nextCtx, nil
@@ -141,11 +126,42 @@ func (m *EventManager) run(ctx context.Context, cm *ChatManage, i int) *PluginEr
 		}
 	}
 	cm.stage = st
-	if perr != nil && perr.Code == CodeCanceled && !closed {
+	if perr != nil && perr.Code == CodeCanceled && !st.closed {
 		st.detail = "cancelled"
 	}
-	closeStage(perr != nil && perr.Code != CodeCanceled)
+	m.closeStage(cm, st, perr != nil && perr.Code != CodeCanceled)
 	return perr
+}
+
+// startStage starts a stage's span and emits its start. It and
+// closeStage are apart from run, whose frame every stage adds to the stack
+// the generation goroutine rests on while the model streams (see
+// handler.streamTail).
+func startStage(ctx context.Context, cm *ChatManage, st *stageState) context.Context {
+	// The stage's span ends when the stage does (next() or return); the
+	// rest of the chain runs on ctx, so stages are siblings in the trace.
+	pluginCtx, span := telemetry.Start(ctx, "stage "+string(st.link.event))
+	st.span = span
+	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{Name: string(st.link.event), Plugin: st.link.plugin.Name(),
+		Status: eventbus.StageStarted}))
+	return pluginCtx
+}
+
+// closeStage emits the stage's end and ends its span, once.
+func (m *EventManager) closeStage(cm *ChatManage, st *stageState, failed bool) {
+	if st.closed {
+		return
+	}
+	st.closed = true
+	status := st.status
+	if failed {
+		status = eventbus.StageFailed
+	}
+	cm.Emit(eventbus.Of(eventbus.TypeStage, eventbus.Stage{
+		Name: string(st.link.event), Plugin: st.link.plugin.Name(), Status: status, ElapsedMS: time.Since(st.start).Milliseconds(),
+		Detail: st.detail,
+	}))
+	endStageSpan(st.span, m.mode, st.link, status, st.detail)
 }
 
 // endStageSpan ends a stage's span with what the stage event says.

@@ -212,33 +212,56 @@ func (p *ChatCompletionStream) GenerateTurn(ctx context.Context, cm *pipeline.Ch
 	}
 	start := time.Now()
 	var spent eventbus.Usage // what withdrawn attempts cost
+	// The loop's frame stays small, the events and logs being built in
+	// helpers: the generation goroutine rests under it while the model
+	// streams (see handler.streamTail on resting stacks).
 	for attempt := 1; ; attempt++ {
-		call := eventbus.ModelCall{Attempt: attempt}
-		cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallStarted, call))
+		emitCallStarted(cm, attempt)
 		g := p.attempt(ctx, cm, m, msgs, opts, start)
 		if g.retry && attempt < attempts && ctx.Err() == nil {
-			u := g.usageSoFar()
-			spent.PromptTokens += u.PromptTokens
-			spent.CompletionTokens += u.CompletionTokens
-			spent.ReasoningTokens += u.ReasoningTokens
-			spent.Estimated = spent.Estimated || u.Estimated
-			cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, false)))
-			cm.Log().Warn("the provider stream broke off; trying the call again",
-				zap.String("model", m.Name), zap.Int("attempt", attempt), zap.String("status", g.status), zap.Error(g.err))
+			withdrawAttempt(cm, m, g, attempt, &spent)
 			msgs = withCutOffNote(msgs)
 			continue
 		}
-		if g.reportUsage {
-			u := g.usageSoFar()
-			u.PromptTokens += spent.PromptTokens
-			u.CompletionTokens += spent.CompletionTokens
-			u.ReasoningTokens += spent.ReasoningTokens
-			u.Estimated = u.Estimated || spent.Estimated
-			g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
-		}
-		cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, true)))
-		return g.turn(), g.perr
+		return finishCall(cm, g, attempt, spent)
 	}
+}
+
+// emitCallStarted is kept out of GenerateTurn's frame, event and all.
+//
+//go:noinline
+func emitCallStarted(cm *pipeline.ChatManage, attempt int) {
+	cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallStarted, eventbus.ModelCall{Attempt: attempt}))
+}
+
+// withdrawAttempt ends an attempt that will be made again: its cost is
+// added to spent, and it is finished uncommitted.
+func withdrawAttempt(cm *pipeline.ChatManage, m *chatmodel.Model, g *generation, attempt int, spent *eventbus.Usage) {
+	u := g.usageSoFar()
+	spent.PromptTokens += u.PromptTokens
+	spent.CompletionTokens += u.CompletionTokens
+	spent.ReasoningTokens += u.ReasoningTokens
+	spent.Estimated = spent.Estimated || u.Estimated
+	call := eventbus.ModelCall{Attempt: attempt}
+	cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, false)))
+	cm.Log().Warn("the provider stream broke off; trying the call again",
+		zap.String("model", m.Name), zap.Int("attempt", attempt), zap.String("status", g.status), zap.Error(g.err))
+}
+
+// finishCall ends the committed attempt: the usage of every attempt, then
+// model_call.finished; it returns what the call produced.
+func finishCall(cm *pipeline.ChatManage, g *generation, attempt int, spent eventbus.Usage) (*Turn, *pipeline.PluginError) {
+	if g.reportUsage {
+		u := g.usageSoFar()
+		u.PromptTokens += spent.PromptTokens
+		u.CompletionTokens += spent.CompletionTokens
+		u.ReasoningTokens += spent.ReasoningTokens
+		u.Estimated = u.Estimated || spent.Estimated
+		g.blocks.Emitter.Emit(eventbus.Of(eventbus.TypeUsage, u))
+	}
+	call := eventbus.ModelCall{Attempt: attempt}
+	cm.Emitter.Emit(eventbus.Of(eventbus.TypeModelCallFinished, call.Finished(g.status, true)))
+	return g.turn(), g.perr
 }
 
 // withCutOffNote returns msgs with cutOffNote for the model: added to a

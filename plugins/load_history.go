@@ -65,30 +65,44 @@ func (p *LoadHistory) Events() []pipeline.EventType {
 // OnEvent implements pipeline.Plugin.
 func (p *LoadHistory) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline.ChatManage,
 	next func() *pipeline.PluginError) *pipeline.PluginError {
+	msgs, summary, loaded, perr := p.load(ctx, cm)
+	if perr != nil {
+		return perr
+	}
+	if perr := next(); perr != nil {
+		return perr
+	}
+	if loaded {
+		p.compactAfter(cm, summary, msgs) // after the turn, off the token path
+	}
+	return nil
+}
+
+// load puts the history in cm; loaded is false when it answers without
+// one. Apart from OnEvent, under whose frame the generation goroutine
+// rests while the model streams (see handler.streamTail).
+func (p *LoadHistory) load(ctx context.Context, cm *pipeline.ChatManage) (
+	msgs []conversation.Message, summary *conversation.Summary, loaded bool, perr *pipeline.PluginError) {
 	if p.cfg.MaxRounds == 0 || cm.Messages == nil {
 		cm.SkipStage("history disabled")
-		return next()
+		return nil, nil, false, nil
 	}
 	msgs, err := p.loadBranch(ctx, cm)
 	if err != nil {
 		if perr := pipeline.Canceled(ctx); perr != nil {
-			return perr
+			return nil, nil, false, perr
 		}
 		cm.Log().Warn("loading history failed; answering without it", zap.Error(err))
 		cm.StageDetail("history unavailable; answering without it")
-		return next()
+		return nil, nil, false, nil
 	}
-	msgs, summary := summarised(ctx, cm, msgs)
+	msgs, summary = summarised(ctx, cm, msgs)
 	if summary != nil {
 		cm.HistorySummary = summary.Content
 	}
 	cm.History = fitHistory(msgs[max(0, len(msgs)-2*p.cfg.MaxRounds):], p.cfg.MaxTokens)
 	cm.StageDetail(fmt.Sprintf("%d messages", len(cm.History)))
-	if perr := next(); perr != nil {
-		return perr
-	}
-	p.compactAfter(cm, summary, msgs) // after the turn, off the token path
-	return nil
+	return msgs, summary, true, nil
 }
 
 // loadBranch reads the branch the question is on, as the model will see

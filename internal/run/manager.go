@@ -426,6 +426,15 @@ func (m *Manager) executeChain(ctx context.Context, r *Run, chain *pipeline.Even
 	defer stopPartial()
 
 	perr := m.runChain(ctx, chain, cm, log)
+	return m.endChain(ctx, r, cm, g, p, log, perr, stopPartial)
+}
+
+// endChain ends an answer whose chain returned perr: closes its blocks,
+// saves it, finishes the stream, and returns its status. It is apart from
+// executeChain, under whose frame the generation goroutine rests while
+// the model streams (see handler.streamTail).
+func (m *Manager) endChain(ctx context.Context, r *Run, cm *pipeline.ChatManage, g *guard, p *persister,
+	log *zap.Logger, perr *pipeline.PluginError, stopPartial func()) string {
 	status, reason := outcome(ctx, perr)
 	logCause(log, status, perr)
 	// Blocks close before the error, as when a plugin ends its own call:
