@@ -32,11 +32,14 @@ type Handler func(ev *Event)
 // streams, and its Unsubscribe cannot tell closures apart, so subscribers
 // are attached for the bus's whole life instead of removed.
 //
-// A handler is attached to a topic of the library only when the first
-// event of that type is emitted, in subscription order: a stream emits a
-// handful of the types, and attaching every handler to every known type up
-// front cost each live stream about a hundred of the library's handler
-// records.
+// Each topic (event type) gets one library handler, its topic's
+// dispatcher, which calls that type's subscribers in subscription order:
+// the library calls its handlers by reflection, with two allocations and
+// a few hundred nanoseconds each, so a token costs one such call however
+// many subscribers want it. The dispatcher is attached when the first
+// event of its type is emitted: a stream emits a handful of the types,
+// and attaching to every known type up front cost each live stream about
+// a hundred of the library's handler records.
 //
 // The bus stamps every event with the stream's id, its seq (1, 2, 3 … in
 // publish order) and the time before any subscriber sees it, so no
@@ -45,10 +48,15 @@ type Bus struct {
 	mu       sync.Mutex // also held across a publish: seq order is delivery order
 	lib      evbus.Bus
 	subs     []subscription
-	attached map[Type]bool // topics whose handlers are attached
+	topics   map[Type]*topic // the types emitted so far, with their dispatchers
 	streamID string
 	seq      int64
 	now      func() time.Time
+	// cur is the event being published and args the library's argument
+	// list pointing at it, reused (under mu) so a publish allocates
+	// neither; handlers must not keep ev, so nothing sees it afterwards.
+	cur  Event
+	args []any
 }
 
 // subscription is one Subscribe call: its handler and its types (none =
@@ -60,9 +68,22 @@ type subscription struct {
 
 func (s subscription) wants(t Type) bool { return len(s.types) == 0 || slices.Contains(s.types, t) }
 
+// topic is one event type's subscribers, in subscription order.
+type topic struct{ handlers []Handler }
+
+// dispatch is the topic's one library handler. The bus's lock is held
+// (publishes and subscribes both take it), so handlers is stable here.
+func (t *topic) dispatch(ev *Event) {
+	for _, h := range t.handlers {
+		h(ev)
+	}
+}
+
 // NewBus returns an empty bus for stream streamID.
 func NewBus(streamID string) *Bus {
-	return &Bus{lib: evbus.New(), attached: make(map[Type]bool, 8), streamID: streamID, now: time.Now}
+	b := &Bus{lib: evbus.New(), topics: make(map[Type]*topic, 8), streamID: streamID, now: time.Now}
+	b.args = []any{&b.cur}
+	return b
 }
 
 // Subscribe attaches h to the given types, or to every type (built-in and
@@ -72,18 +93,28 @@ func (b *Bus) Subscribe(h Handler, types ...Type) {
 	defer b.mu.Unlock()
 	s := subscription{h: h, types: slices.Clone(types)}
 	b.subs = append(b.subs, s)
-	for t := range b.attached { // topics already emitted get it at once
+	for t, tp := range b.topics { // topics already emitted get it at once
 		if s.wants(t) {
-			b.attach(t, h)
+			tp.handlers = append(tp.handlers, h)
 		}
 	}
 }
 
-// attach registers h on topic t; the handler is a named type with a fixed
-// signature, so the library's reflective call can never be misused.
-func (b *Bus) attach(t Type, h Handler) {
-	// Subscribe only fails for a non-func, which h never is.
-	_ = b.lib.Subscribe(string(t), (func(*Event))(h))
+// attach creates type t's topic with the handlers that want it and
+// registers its dispatcher with the library; the dispatcher is a method
+// value of a fixed signature, so the library's reflective call can never
+// be misused.
+func (b *Bus) attach(t Type) *topic {
+	tp := &topic{}
+	for _, s := range b.subs {
+		if s.wants(t) {
+			tp.handlers = append(tp.handlers, s.h)
+		}
+	}
+	b.topics[t] = tp
+	// Subscribe only fails for a non-func, which dispatch never is.
+	_ = b.lib.Subscribe(string(t), tp.dispatch)
+	return tp
 }
 
 // Emit stamps ev with the stream id, the next seq and the time, then
@@ -93,17 +124,18 @@ func (b *Bus) attach(t Type, h Handler) {
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.attached[ev.Type] {
-		b.attached[ev.Type] = true
-		for _, s := range b.subs {
-			if s.wants(ev.Type) {
-				b.attach(ev.Type, s.h)
-			}
-		}
+	tp := b.topics[ev.Type]
+	if tp == nil {
+		tp = b.attach(ev.Type)
 	}
 	b.seq++
 	ev.Seq, ev.StreamID, ev.Time = b.seq, b.streamID, b.now().UnixMilli()
-	b.lib.Publish(string(ev.Type), &ev)
+	if len(tp.handlers) == 0 {
+		return // nobody listens to this type: the seq is spent all the same
+	}
+	b.cur = ev
+	b.lib.Publish(string(ev.Type), b.args...)
+	b.cur = Event{} // drop the payload: the bus outlives its events
 }
 
 var _ Emitter = (*Bus)(nil)
