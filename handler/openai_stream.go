@@ -74,7 +74,8 @@ func (h *Handler) streamCompletion(c *gin.Context, r *run.Run, b *completionBuil
 	}
 	defer sub.Close()
 	cfg := h.cfg()
-	w := &chunkWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: cfg.Server.WriteTimeout}
+	rc := http.NewResponseController(c.Writer)
+	w := &chunkWriter{c: c, rc: rc, deadline: writeDeadline{rc: rc, timeout: cfg.Server.WriteTimeout}}
 	liftBodyDeadline(w.rc)
 	heartbeat := time.NewTicker(cfg.Stream.Heartbeat)
 	defer heartbeat.Stop()
@@ -184,11 +185,11 @@ func (h *Handler) wholeCompletion(c *gin.Context, r *run.Run, b *completionBuild
 }
 
 // chunkWriter writes "data:" frames with one write and flush per batch and
-// a fresh write deadline each time, like sseWriter.
+// a write deadline kept ahead of every write, like sseWriter.
 type chunkWriter struct {
 	c         *gin.Context
 	rc        *http.ResponseController
-	timeout   time.Duration
+	deadline  writeDeadline
 	buf       []byte
 	committed bool
 }
@@ -217,9 +218,7 @@ func (w *chunkWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if w.timeout > 0 {
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
+	w.deadline.renew()
 	_, err := w.c.Writer.Write(w.buf)
 	w.buf = w.buf[:0]
 	if err != nil {
