@@ -32,14 +32,14 @@ type Handler func(ev *Event)
 // streams, and its Unsubscribe cannot tell closures apart, so subscribers
 // are attached for the bus's whole life instead of removed.
 //
-// Each topic (event type) gets one library handler, its topic's
-// dispatcher, which calls that type's subscribers in subscription order:
-// the library calls its handlers by reflection, with two allocations and
-// a few hundred nanoseconds each, so a token costs one such call however
-// many subscribers want it. The dispatcher is attached when the first
-// event of its type is emitted: a stream emits a handful of the types,
-// and attaching to every known type up front cost each live stream about
-// a hundred of the library's handler records.
+// Each topic (event type) has one library handler, the bus's dispatcher,
+// which calls that type's subscribers in subscription order: the library
+// calls its handlers by reflection, with an allocation and a few hundred
+// nanoseconds each, so a token costs one such call however many
+// subscribers want it. The dispatcher is attached to a topic when the
+// first event of its type is emitted: a stream emits a handful of the
+// types, and attaching to every known type up front cost each live stream
+// about a hundred of the library's handler records.
 //
 // The bus stamps every event with the stream's id, its seq (1, 2, 3 … in
 // publish order) and the time before any subscriber sees it, so no
@@ -48,15 +48,18 @@ type Bus struct {
 	mu       sync.Mutex // also held across a publish: seq order is delivery order
 	lib      evbus.Bus
 	subs     []subscription
-	topics   map[Type]*topic // the types emitted so far, with their dispatchers
+	topics   map[Type][]Handler // the types emitted so far, with their subscribers
 	streamID string
 	seq      int64
 	now      func() time.Time
-	// cur is the event being published and args the library's argument
-	// list pointing at it, reused (under mu) so a publish allocates
-	// neither; handlers must not keep ev, so nothing sees it afterwards.
-	cur  Event
-	args []any
+	// What the dispatcher delivers, set under mu before each publish and
+	// reused so that a publish allocates neither: the event (handlers
+	// must not keep it), its type's handlers, and the library's argument
+	// list pointing at the event.
+	cur      Event
+	handlers []Handler
+	args     []any
+	dispatch func(*Event) // b.deliver, bound once: one library record per topic
 }
 
 // subscription is one Subscribe call: its handler and its types (none =
@@ -68,21 +71,11 @@ type subscription struct {
 
 func (s subscription) wants(t Type) bool { return len(s.types) == 0 || slices.Contains(s.types, t) }
 
-// topic is one event type's subscribers, in subscription order.
-type topic struct{ handlers []Handler }
-
-// dispatch is the topic's one library handler. The bus's lock is held
-// (publishes and subscribes both take it), so handlers is stable here.
-func (t *topic) dispatch(ev *Event) {
-	for _, h := range t.handlers {
-		h(ev)
-	}
-}
-
 // NewBus returns an empty bus for stream streamID.
 func NewBus(streamID string) *Bus {
-	b := &Bus{lib: evbus.New(), topics: make(map[Type]*topic, 8), streamID: streamID, now: time.Now}
+	b := &Bus{lib: evbus.New(), topics: make(map[Type][]Handler, 16), streamID: streamID, now: time.Now}
 	b.args = []any{&b.cur}
+	b.dispatch = b.deliver
 	return b
 }
 
@@ -93,28 +86,41 @@ func (b *Bus) Subscribe(h Handler, types ...Type) {
 	defer b.mu.Unlock()
 	s := subscription{h: h, types: slices.Clone(types)}
 	b.subs = append(b.subs, s)
-	for t, tp := range b.topics { // topics already emitted get it at once
+	for t, hs := range b.topics { // topics already emitted get it at once
 		if s.wants(t) {
-			tp.handlers = append(tp.handlers, h)
+			b.topics[t] = append(hs, h)
 		}
 	}
 }
 
-// attach creates type t's topic with the handlers that want it and
-// registers its dispatcher with the library; the dispatcher is a method
-// value of a fixed signature, so the library's reflective call can never
-// be misused.
-func (b *Bus) attach(t Type) *topic {
-	tp := &topic{}
+// attach records type t's subscribers and registers the dispatcher on its
+// topic of the library; the dispatcher has a fixed signature, so the
+// library's reflective call can never be misused.
+func (b *Bus) attach(t Type) []Handler {
+	n := 0
 	for _, s := range b.subs {
 		if s.wants(t) {
-			tp.handlers = append(tp.handlers, s.h)
+			n++
 		}
 	}
-	b.topics[t] = tp
+	hs := make([]Handler, 0, n)
+	for _, s := range b.subs {
+		if s.wants(t) {
+			hs = append(hs, s.h)
+		}
+	}
+	b.topics[t] = hs
 	// Subscribe only fails for a non-func, which dispatch never is.
-	_ = b.lib.Subscribe(string(t), tp.dispatch)
-	return tp
+	_ = b.lib.Subscribe(string(t), b.dispatch)
+	return hs
+}
+
+// deliver is the library's handler of every topic: it calls the handlers
+// of the event being published. b.mu is held (by Emit).
+func (b *Bus) deliver(ev *Event) {
+	for _, h := range b.handlers {
+		h(ev)
+	}
 }
 
 // Emit stamps ev with the stream id, the next seq and the time, then
@@ -124,18 +130,18 @@ func (b *Bus) attach(t Type) *topic {
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	tp := b.topics[ev.Type]
-	if tp == nil {
-		tp = b.attach(ev.Type)
+	hs, ok := b.topics[ev.Type]
+	if !ok {
+		hs = b.attach(ev.Type)
 	}
 	b.seq++
 	ev.Seq, ev.StreamID, ev.Time = b.seq, b.streamID, b.now().UnixMilli()
-	if len(tp.handlers) == 0 {
+	if len(hs) == 0 {
 		return // nobody listens to this type: the seq is spent all the same
 	}
-	b.cur = ev
+	b.cur, b.handlers = ev, hs
 	b.lib.Publish(string(ev.Type), b.args...)
-	b.cur = Event{} // drop the payload: the bus outlives its events
+	b.cur, b.handlers = Event{}, nil // drop the payload: the bus outlives its events
 }
 
 var _ Emitter = (*Bus)(nil)
