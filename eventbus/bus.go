@@ -45,13 +45,18 @@ type Handler func(ev *Event)
 // publish order) and the time before any subscriber sees it, so no
 // subscriber depends on another having run first.
 type Bus struct {
-	mu       sync.Mutex // also held across a publish: seq order is delivery order
-	lib      evbus.Bus
-	subs     []subscription
-	topics   map[Type][]Handler // the types emitted so far, with their subscribers
-	streamID string
-	seq      int64
-	now      func() time.Time
+	mu     sync.Mutex // also held across a publish: seq order is delivery order
+	lib    evbus.Bus
+	subs   []subscription
+	topics map[Type][]Handler // the types emitted so far, with their subscribers
+	// last and lastHandlers repeat the latest lookup in topics: deltas
+	// come in runs of one type, and with hundreds of live streams a
+	// stream's map is cold in the cache at each of its tokens.
+	last         Type
+	lastHandlers []Handler
+	streamID     string
+	seq          int64
+	now          func() time.Time
 	// What the dispatcher delivers, set under mu before each publish and
 	// reused so that a publish allocates neither: the event (handlers
 	// must not keep it), its type's handlers, and the library's argument
@@ -86,6 +91,7 @@ func (b *Bus) Subscribe(h Handler, types ...Type) {
 	defer b.mu.Unlock()
 	s := subscription{h: h, types: slices.Clone(types)}
 	b.subs = append(b.subs, s)
+	b.last, b.lastHandlers = "", nil
 	for t, hs := range b.topics { // topics already emitted get it at once
 		if s.wants(t) {
 			b.topics[t] = append(hs, h)
@@ -130,9 +136,13 @@ func (b *Bus) deliver(ev *Event) {
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	hs, ok := b.topics[ev.Type]
-	if !ok {
-		hs = b.attach(ev.Type)
+	hs := b.lastHandlers
+	if ev.Type != b.last || b.last == "" {
+		var ok bool
+		if hs, ok = b.topics[ev.Type]; !ok {
+			hs = b.attach(ev.Type)
+		}
+		b.last, b.lastHandlers = ev.Type, hs
 	}
 	b.seq++
 	ev.Seq, ev.StreamID, ev.Time = b.seq, b.streamID, b.now().UnixMilli()
