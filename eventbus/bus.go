@@ -32,23 +32,39 @@ type Handler func(ev *Event)
 // streams, and its Unsubscribe cannot tell closures apart, so subscribers
 // are attached for the bus's whole life instead of removed.
 //
-// A handler is attached to a topic of the library only when the first
-// event of that type is emitted, in subscription order: a stream emits a
-// handful of the types, and attaching every handler to every known type up
-// front cost each live stream about a hundred of the library's handler
-// records.
+// Each topic (event type) has one library handler, the bus's dispatcher,
+// which calls that type's subscribers in subscription order: the library
+// calls its handlers by reflection, with an allocation and a few hundred
+// nanoseconds each, so a token costs one such call however many
+// subscribers want it. The dispatcher is attached to a topic when the
+// first event of its type is emitted: a stream emits a handful of the
+// types, and attaching to every known type up front cost each live stream
+// about a hundred of the library's handler records.
 //
 // The bus stamps every event with the stream's id, its seq (1, 2, 3 … in
 // publish order) and the time before any subscriber sees it, so no
 // subscriber depends on another having run first.
 type Bus struct {
-	mu       sync.Mutex // also held across a publish: seq order is delivery order
-	lib      evbus.Bus
-	subs     []subscription
-	attached map[Type]bool // topics whose handlers are attached
-	streamID string
-	seq      int64
-	now      func() time.Time
+	mu     sync.Mutex // also held across a publish: seq order is delivery order
+	lib    evbus.Bus
+	subs   []subscription
+	topics map[Type][]Handler // the types emitted so far, with their subscribers
+	// last and lastHandlers repeat the latest lookup in topics: deltas
+	// come in runs of one type, and with hundreds of live streams a
+	// stream's map is cold in the cache at each of its tokens.
+	last         Type
+	lastHandlers []Handler
+	streamID     string
+	seq          int64
+	now          func() time.Time
+	// What the dispatcher delivers, set under mu before each publish and
+	// reused so that a publish allocates neither: the event (handlers
+	// must not keep it), its type's handlers, and the library's argument
+	// list pointing at the event.
+	cur      Event
+	handlers []Handler
+	args     []any
+	dispatch func(*Event) // b.deliver, bound once: one library record per topic
 }
 
 // subscription is one Subscribe call: its handler and its types (none =
@@ -62,7 +78,10 @@ func (s subscription) wants(t Type) bool { return len(s.types) == 0 || slices.Co
 
 // NewBus returns an empty bus for stream streamID.
 func NewBus(streamID string) *Bus {
-	return &Bus{lib: evbus.New(), attached: make(map[Type]bool, 8), streamID: streamID, now: time.Now}
+	b := &Bus{lib: evbus.New(), topics: make(map[Type][]Handler, 16), streamID: streamID, now: time.Now}
+	b.args = []any{&b.cur}
+	b.dispatch = b.deliver
+	return b
 }
 
 // Subscribe attaches h to the given types, or to every type (built-in and
@@ -72,18 +91,42 @@ func (b *Bus) Subscribe(h Handler, types ...Type) {
 	defer b.mu.Unlock()
 	s := subscription{h: h, types: slices.Clone(types)}
 	b.subs = append(b.subs, s)
-	for t := range b.attached { // topics already emitted get it at once
+	b.last, b.lastHandlers = "", nil
+	for t, hs := range b.topics { // topics already emitted get it at once
 		if s.wants(t) {
-			b.attach(t, h)
+			b.topics[t] = append(hs, h)
 		}
 	}
 }
 
-// attach registers h on topic t; the handler is a named type with a fixed
-// signature, so the library's reflective call can never be misused.
-func (b *Bus) attach(t Type, h Handler) {
-	// Subscribe only fails for a non-func, which h never is.
-	_ = b.lib.Subscribe(string(t), (func(*Event))(h))
+// attach records type t's subscribers and registers the dispatcher on its
+// topic of the library; the dispatcher has a fixed signature, so the
+// library's reflective call can never be misused.
+func (b *Bus) attach(t Type) []Handler {
+	n := 0
+	for _, s := range b.subs {
+		if s.wants(t) {
+			n++
+		}
+	}
+	hs := make([]Handler, 0, n)
+	for _, s := range b.subs {
+		if s.wants(t) {
+			hs = append(hs, s.h)
+		}
+	}
+	b.topics[t] = hs
+	// Subscribe only fails for a non-func, which dispatch never is.
+	_ = b.lib.Subscribe(string(t), b.dispatch)
+	return hs
+}
+
+// deliver is the library's handler of every topic: it calls the handlers
+// of the event being published. b.mu is held (by Emit).
+func (b *Bus) deliver(ev *Event) {
+	for _, h := range b.handlers {
+		h(ev)
+	}
 }
 
 // Emit stamps ev with the stream id, the next seq and the time, then
@@ -93,17 +136,22 @@ func (b *Bus) attach(t Type, h Handler) {
 func (b *Bus) Emit(ev Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.attached[ev.Type] {
-		b.attached[ev.Type] = true
-		for _, s := range b.subs {
-			if s.wants(ev.Type) {
-				b.attach(ev.Type, s.h)
-			}
+	hs := b.lastHandlers
+	if ev.Type != b.last || b.last == "" {
+		var ok bool
+		if hs, ok = b.topics[ev.Type]; !ok {
+			hs = b.attach(ev.Type)
 		}
+		b.last, b.lastHandlers = ev.Type, hs
 	}
 	b.seq++
 	ev.Seq, ev.StreamID, ev.Time = b.seq, b.streamID, b.now().UnixMilli()
-	b.lib.Publish(string(ev.Type), &ev)
+	if len(hs) == 0 {
+		return // nobody listens to this type: the seq is spent all the same
+	}
+	b.cur, b.handlers = ev, hs
+	b.lib.Publish(string(ev.Type), b.args...)
+	b.cur, b.handlers = Event{}, nil // drop the payload: the bus outlives its events
 }
 
 var _ Emitter = (*Bus)(nil)

@@ -94,7 +94,8 @@ func (h *Handler) openCompletion(c *gin.Context, r *run.Run, b *completionBuilde
 		openAIAbort(c, http.StatusInternalServerError, "internal_error", "", "Something went wrong on the server; please try again.")
 		return nil, nil
 	}
-	w := &chunkWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: h.cfg().Server.WriteTimeout}
+	rc := http.NewResponseController(c.Writer)
+	w := &chunkWriter{c: c, rc: rc, deadline: writeDeadline{rc: rc, timeout: h.cfg().Server.WriteTimeout}}
 	liftBodyDeadline(w.rc)
 	return sub, &completionStream{w: w, b: b}
 }
@@ -224,11 +225,11 @@ func (h *Handler) wholeCompletion(c *gin.Context, r *run.Run, b *completionBuild
 }
 
 // chunkWriter writes "data:" frames with one write and flush per batch and
-// a fresh write deadline each time, like sseWriter.
+// a write deadline kept ahead of every write, like sseWriter.
 type chunkWriter struct {
 	c         *gin.Context
 	rc        *http.ResponseController
-	timeout   time.Duration
+	deadline  writeDeadline
 	buf       []byte
 	committed bool
 }
@@ -257,9 +258,7 @@ func (w *chunkWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if w.timeout > 0 {
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
+	w.deadline.renew()
 	_, err := w.c.Writer.Write(w.buf)
 	w.buf = w.buf[:0]
 	if err != nil {

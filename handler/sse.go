@@ -186,18 +186,19 @@ func (h *Handler) sendResync(c *gin.Context, id string) {
 }
 
 // sseWriter writes SSE frames with one write and one flush per batch, and
-// a fresh write deadline per batch: a client that stops reading is cut
-// after the write timeout instead of holding the connection forever, while
-// a stream may last as long as it needs. Its buffer starts at a live
+// a write deadline kept about the write timeout ahead of each batch
+// (writeDeadline): a client that stops reading is cut after the write
+// timeout instead of holding the connection forever, while a stream may
+// last as long as it needs. Its buffer starts at a live
 // tail's batch (a frame or two) and grows for a replay: every live stream
 // holds one.
 type sseWriter struct {
-	c       *gin.Context
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     []byte
-	metrics *metrics.Metrics // nil = not counted
-	events  int              // records in buf, for the metrics
+	c        *gin.Context
+	rc       *http.ResponseController
+	deadline writeDeadline
+	buf      []byte
+	metrics  *metrics.Metrics // nil = not counted
+	events   int              // records in buf, for the metrics
 }
 
 func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
@@ -207,7 +208,8 @@ func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	c.Status(http.StatusOK)
-	w := &sseWriter{c: c, rc: http.NewResponseController(c.Writer), timeout: timeout, buf: make([]byte, 0, 512)}
+	rc := http.NewResponseController(c.Writer)
+	w := &sseWriter{c: c, rc: rc, deadline: writeDeadline{rc: rc, timeout: timeout}, buf: make([]byte, 0, 512)}
 	liftBodyDeadline(w.rc)
 	// Ask EventSource to reconnect quickly after a dropped connection.
 	w.buf = append(w.buf, "retry: 1000\n\n"...)
@@ -260,9 +262,7 @@ func (w *sseWriter) resync(id string) error {
 }
 
 func (w *sseWriter) flush() error {
-	if w.timeout > 0 {
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	}
+	w.deadline.renew()
 	n, err := w.c.Writer.Write(w.buf)
 	if w.metrics != nil {
 		w.metrics.SSEWritten(w.events, n)

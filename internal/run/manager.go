@@ -251,7 +251,7 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		if err != nil {
 			return nil, err
 		}
-		return m.begin(ctx, setup, sess, mode, chain, userMsg.ID, req.Question, assistantID)
+		return m.begin(ctx, setup, sess, mode, chain, userMsg, assistantID)
 	})
 }
 
@@ -284,7 +284,7 @@ func (m *Manager) Regenerate(ctx context.Context, req RegenerateRequest) (*Run, 
 		if _, err := m.opts.History.StartAnswer(ctx, sess.ID, question.ID, assistantID); err != nil {
 			return nil, err
 		}
-		return m.begin(ctx, setup, sess, mode, chain, question.ID, question.Content, assistantID)
+		return m.begin(ctx, setup, sess, mode, chain, question, assistantID)
 	})
 }
 
@@ -324,9 +324,11 @@ func (m *Manager) withSlot(start func() (*Run, error)) (*Run, error) {
 	return r, err
 }
 
-// begin creates the stream of a reserved answer and starts its chain.
+// begin creates the stream of a reserved answer to the saved question q
+// and starts its chain.
 func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session, mode string, chain *pipeline.EventManager,
-	userMsgID, question, assistantID string) (*Run, error) {
+	q history.Message, assistantID string) (*Run, error) {
+	userMsgID, question := q.ID, q.Content
 	if err := m.opts.Streams.Create(ctx, assistantID); err != nil {
 		m.failReserved(assistantID, "The answer could not be started.")
 		return nil, err
@@ -341,7 +343,7 @@ func (m *Manager) begin(ctx context.Context, setup *Setup, sess history.Session,
 		rec = inspect.NewRecorder(assistantID, mode, question, info.TraceID)
 	}
 	r, runCtx, g, p := m.launch(info, setup, log, true, span, rec)
-	cm := m.newChatManage(r, setup, request{messageID: assistantID, query: question, messages: messageReader{m.opts.History},
+	cm := m.newChatManage(r, setup, request{messageID: assistantID, query: question, messages: m.messagesBefore(q),
 		emitter: g, log: log, inspect: rec})
 	g.emitInternal(eventbus.Of(eventbus.TypeStreamStarted, eventbus.StreamStarted{
 		SessionID: sess.ID, MessageID: assistantID, UserMessageID: userMsgID, Mode: mode, TraceID: info.TraceID,
@@ -693,11 +695,31 @@ func (m *Manager) Shutdown(ctx context.Context) {
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // messageReader adapts the history store to conversation.MessageReader.
-type messageReader struct{ store history.Store }
+type messageReader struct {
+	store history.Store
+	// root, when set, is the run's question saved without a parent (the
+	// first of its session, or a new root): nothing comes before it, so
+	// its branch is known to be empty without asking the store — one
+	// query less on the way to a new conversation's first token.
+	root string
+}
+
+// messagesBefore returns the reader of the history before the saved
+// question q.
+func (m *Manager) messagesBefore(q history.Message) messageReader {
+	r := messageReader{store: m.opts.History}
+	if q.ParentID == "" {
+		r.root = q.ID
+	}
+	return r
+}
 
 // Branch implements conversation.MessageReader: the store's branch ending at
 // the question, less the question.
 func (r messageReader) Branch(ctx context.Context, sessionID, before string, limit int) ([]conversation.Message, error) {
+	if before != "" && before == r.root {
+		return []conversation.Message{}, nil
+	}
 	if limit > 0 {
 		limit++ // the question itself, left out below
 	}

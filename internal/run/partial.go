@@ -14,8 +14,12 @@ import (
 // PartialSaves is how often the answer streamed so far is written to the
 // history store while it streams, so that a crash of the server (no final
 // save) leaves the text readers had already received: after EveryDeltas
-// answer or thinking deltas, or Interval after the oldest unsaved one,
-// whichever comes first. Zero in both turns partial saves off.
+// answer or thinking deltas, or Interval after the last save, whichever
+// comes first (so no delta waits longer than Interval). A save by count
+// restarts the interval: a stream whose deltas come faster than
+// EveryDeltas an Interval is saved by count alone, once per EveryDeltas,
+// not once more per Interval besides. Zero in both turns partial saves
+// off.
 type PartialSaves struct {
 	EveryDeltas int
 	Interval    time.Duration
@@ -55,7 +59,7 @@ type partialReg struct {
 	p    *persister
 	ps   PartialSaves
 	log  *zap.Logger
-	next time.Time // the interval save's time (zero: no interval)
+	next time.Time // the interval save's time (zero: no interval); guarded by partialSaver.mu
 
 	queued bool // in partialSaver.due; guarded by partialSaver.mu
 
@@ -189,6 +193,18 @@ func (s *partialSaver) take(now time.Time) (batch []*partialReg, next time.Time,
 	return batch, next, true
 }
 
+// restartInterval puts r's next interval save Interval after a save that
+// took its snapshot at `at`: what arrives after the snapshot is saved
+// within Interval of it, by the count or by the interval.
+func (s *partialSaver) restartInterval(r *partialReg, at time.Time) {
+	if r.ps.Interval <= 0 {
+		return
+	}
+	s.mu.Lock()
+	r.next = at.Add(r.ps.Interval)
+	s.mu.Unlock()
+}
+
 // save writes the batch, partialWriters at a time.
 func (s *partialSaver) save(batch []*partialReg) {
 	sem := make(chan struct{}, partialWriters)
@@ -213,6 +229,7 @@ func (m *Manager) savePartial(r *partialReg) {
 	if !ok {
 		return
 	}
+	m.saver.restartInterval(r, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), partialTimeout)
 	err := m.opts.History.SavePartial(ctx, r.id, content, thinking)
 	cancel()

@@ -111,7 +111,7 @@ func (m *Manager) startSideBySide(ctx context.Context, req StartRequest, sess hi
 		// One chain starts the turn's background jobs (compaction): every
 		// model reads the same history, which one summary covers.
 		pt.cm = m.newChatManage(r, setup, request{messageID: ids[i], query: req.Question, model: name,
-			messages: messageReader{m.opts.History}, emitter: pt.guard, inspect: pt.inspect, noJobs: i > 0,
+			messages: m.messagesBefore(userMsg), emitter: pt.guard, inspect: pt.inspect, noJobs: i > 0,
 			log: log.With(zap.String("message_id", ids[i]), zap.String("model", name))})
 		parts[i] = pt
 		answers[i] = eventbus.ModelAnswer{Model: name, MessageID: ids[i]}
