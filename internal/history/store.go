@@ -149,7 +149,10 @@ type Store interface {
 	// the session's current leaf (read in the same transaction), Root
 	// starts a new root, any other value must be an assistant message of
 	// the session (else ErrBadParent, nothing saved). The answer follows
-	// the question and becomes the session's current leaf.
+	// the question and becomes the session's current leaf. The returned
+	// userMsg carries the parent as resolved (the leaf it followed, or
+	// Root): a run reads its history from there, and skips the read for
+	// Root.
 	StartTurn(ctx context.Context, sessionID string, user Message, assistantID string) (userMsg, assistantMsg Message, err error)
 	// FinishMessage writes the final state of a reserved assistant message
 	// if, and only if, it is still streaming; otherwise ErrAlreadyFinished

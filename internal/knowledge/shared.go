@@ -93,9 +93,11 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		if err != nil {
 			return nil, err
 		}
-		hits = addExpansion(hits, found, more.weight, limit)
+		// Not cut to limit yet: a chunk the bridge would push out may come
+		// back through the expansion.
+		hits = addExpansion(hits, found, more.weight, len(hits)+len(found))
 	}
-	return hits, nil
+	return hits[:min(limit, len(hits))], nil
 }
 
 // storeVectorSearch is the store's vector search over tenantID's and the
