@@ -124,6 +124,9 @@ type Manager struct {
 	active  map[string]*Run
 	closing bool
 	wg      sync.WaitGroup
+	// turns are the turns being saved while their answer already runs
+	// (see startSaving), by answer id; guarded by mu.
+	turns map[string]*turnSave
 
 	saverOnce sync.Once
 	saver     *partialSaver // writes every live run's partial answer (partial.go)
@@ -196,7 +199,7 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Manager{opts: opts, log: opts.Logger, active: map[string]*Run{}}
+	return &Manager{opts: opts, log: opts.Logger, active: map[string]*Run{}, turns: map[string]*turnSave{}}
 }
 
 // StartRequest is a question to answer in a session.
@@ -246,13 +249,84 @@ func (m *Manager) Start(ctx context.Context, req StartRequest) (*Run, error) {
 			return m.startSideBySide(ctx, req, sess, mode, chain, setup)
 		}
 		userID, assistantID := newID(), newID()
-		userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID,
-			history.Message{ID: userID, ParentID: req.ParentID, Role: history.RoleUser, Content: req.Question}, assistantID)
+		user := history.Message{ID: userID, ParentID: req.ParentID, Role: history.RoleUser, Content: req.Question}
+		if req.ParentID == history.Root || (req.ParentID == "" && sess.CurrentLeaf == "") {
+			return m.beginWhileSaving(ctx, setup, sess, mode, chain, user, assistantID)
+		}
+		userMsg, _, err := m.opts.History.StartTurn(ctx, sess.ID, user, assistantID)
 		if err != nil {
 			return nil, err
 		}
 		return m.begin(ctx, setup, sess, mode, chain, userMsg, assistantID)
 	})
+}
+
+// turnSave is a turn being saved (StartTurn) while its answer runs.
+type turnSave struct {
+	done chan struct{} // closed once the save returned
+	err  error         // its error; read after done
+}
+
+// beginWhileSaving starts the answer to a question that starts a branch
+// (a new session's first question, or a new root) while the turn is
+// being saved, instead of after: under a burst of new conversations the
+// saves queue for SQLite's one writer, and the model call need not wait
+// in that queue. Nothing before the question is read from the store, so
+// the answer needs nothing of the save but the rows its own saves write:
+// every write of the run (partial saves, the final save, failReserved)
+// waits for the turn first (waitTurn) and is skipped when the turn was
+// not saved. Start still returns only once the turn is saved, with its
+// error when it was not (then the started run is cancelled and saves
+// nothing), so a caller sees the same outcomes as before.
+//
+// Were another question saved into the same session in between (two
+// first questions at once), the store places this one after the other's
+// answer while the run was told it is a root: it answers without the
+// other turn, whose answer is still streaming anyway.
+func (m *Manager) beginWhileSaving(ctx context.Context, setup *Setup, sess history.Session, mode string,
+	chain *pipeline.EventManager, user history.Message, assistantID string) (*Run, error) {
+	ts := &turnSave{done: make(chan struct{})}
+	m.mu.Lock()
+	m.turns[assistantID] = ts
+	m.mu.Unlock()
+	forget := func() {
+		m.mu.Lock()
+		delete(m.turns, assistantID)
+		m.mu.Unlock()
+	}
+	go func() {
+		defer close(ts.done)
+		_, _, ts.err = m.opts.History.StartTurn(ctx, sess.ID, user, assistantID)
+	}()
+	// The question as the store saves it: a root has no parent.
+	q := history.Message{ID: user.ID, SessionID: sess.ID, Role: history.RoleUser, Content: user.Content,
+		Status: history.StatusCompleted}
+	r, err := m.begin(ctx, setup, sess, mode, chain, q, assistantID)
+	<-ts.done
+	if err != nil {
+		forget()
+		return nil, cmp.Or(ts.err, err)
+	}
+	r.AfterDone(forget)
+	if ts.err != nil {
+		r.cancel(ts.err)
+		return r, ts.err // the run owns its slot (withSlot)
+	}
+	return r, nil
+}
+
+// waitTurn waits until the turn of answer id is saved when the answer
+// started while it was being saved (beginWhileSaving), and returns the
+// save's error; nil at once otherwise.
+func (m *Manager) waitTurn(id string) error {
+	m.mu.Lock()
+	ts := m.turns[id]
+	m.mu.Unlock()
+	if ts == nil {
+		return nil
+	}
+	<-ts.done
+	return ts.err
 }
 
 // Regenerate reserves a new answer to the question an earlier answer
@@ -312,16 +386,21 @@ func pickMode(setup *Setup, requested string, sess history.Session) (string, *pi
 }
 
 // withSlot runs start holding a wg slot, which the started run takes
-// over; a start that fails gives it back.
+// over; a start that fails before starting a run gives it back. A start
+// may fail after starting its run (beginWhileSaving): it returns the run
+// with the error, and the run, cancelled, still owns the slot.
 func (m *Manager) withSlot(start func() (*Run, error)) (*Run, error) {
 	if err := m.admit(); err != nil {
 		return nil, err
 	}
 	r, err := start()
 	if err != nil {
-		m.wg.Done()
+		if r == nil {
+			m.wg.Done()
+		}
+		return nil, err
 	}
-	return r, err
+	return r, nil
 }
 
 // begin creates the stream of a reserved answer to the saved question q
@@ -450,7 +529,7 @@ func (m *Manager) endChain(ctx context.Context, r *Run, cm *pipeline.ChatManage,
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	stopPartial() // no partial write after this point; the store's guard would refuse it anyway
-	if r.persist {
+	if r.persist && m.waitTurn(r.StreamID) == nil {
 		f := p.final(status)
 		f.Model = cm.AnswerModel
 		m.saveAnswer(ctx, r.StreamID, f, g, log)
@@ -600,6 +679,9 @@ func errorPayload(ctx context.Context, perr *pipeline.PluginError) eventbus.Erro
 
 // failReserved marks a reserved message failed when its run never started.
 func (m *Manager) failReserved(id, msg string) {
+	if m.waitTurn(id) != nil {
+		return // the turn was not saved: there is nothing to mark
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := m.opts.History.FinishMessage(ctx, id, history.Final{Status: history.StatusFailed, Error: msg}); err != nil {

@@ -222,7 +222,7 @@ func (s *partialSaver) save(batch []*partialReg) {
 func (m *Manager) savePartial(r *partialReg) {
 	r.saving.Lock()
 	defer r.saving.Unlock()
-	if r.stopped {
+	if r.stopped || m.waitTurn(r.id) != nil {
 		return
 	}
 	content, thinking, ok := r.p.snapshot()
