@@ -318,6 +318,10 @@
     }
     view.id = resp.headers.get('X-Message-Id');
     view.saveSnapshot();
+    // The page knows the answer from here, even when its first frame is
+    // resync_required (the stream's window already passed its first
+    // events): the next frames may be none until the saved message ends.
+    view.changed();
     attach(view, resp, ctrl);
     return view;
   }
