@@ -53,7 +53,8 @@ const (
 // time). At most maxExpansionTerms, the related words of earlier query
 // words first; nil for a query without Chinese.
 func ExpansionTerms(query string) []string {
-	return termsOfHanWords(query, synonyms.Related)
+	_, related := queryExpansions(query)
+	return related
 }
 
 // BridgeTerms returns the English keyword terms (stems) of the glosses of
@@ -63,18 +64,25 @@ func ExpansionTerms(query string) []string {
 // knowledge base may hold English pages; the service searches these
 // apart, weighted by bridgeWeight. nil for a query without Chinese.
 func BridgeTerms(query string) []string {
-	return termsOfHanWords(query, synonyms.English)
+	bridge, _ := queryExpansions(query)
+	return bridge
 }
 
-// termsOfHanWords returns the query terms of the words that lookup gives
-// for each dictionary word of query's Han runs, leaving out query's own
-// terms, each once, at most maxExpansionTerms.
-func termsOfHanWords(query string, lookup func(word string) []string) []string {
+// queryExpansions returns query's BridgeTerms and ExpansionTerms, reading
+// its Han words and its own terms once for both.
+func queryExpansions(query string) (bridge, related []string) {
 	words := hanWords(query)
 	if len(words) == 0 {
-		return nil
+		return nil, nil
 	}
 	own := QueryTerms(query)
+	return termsOfWords(words, own, synonyms.English), termsOfWords(words, own, synonyms.Related)
+}
+
+// termsOfWords returns the query terms of the words that lookup gives for
+// each of words, leaving out the query's own terms, each once, at most
+// maxExpansionTerms.
+func termsOfWords(words, own []string, lookup func(word string) []string) []string {
 	seen := make(map[string]bool, len(own))
 	for _, t := range own {
 		seen[t] = true

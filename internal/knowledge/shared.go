@@ -79,12 +79,13 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 	if err != nil {
 		return nil, err
 	}
+	bridge, related := queryExpansions(query)
 	for _, more := range []struct {
 		terms  []string
 		weight func(Hit) float64
 	}{
-		{BridgeTerms(query), bridgeWeight},
-		{ExpansionTerms(query), func(Hit) float64 { return expansionWeight }},
+		{bridge, bridgeWeight},
+		{related, func(Hit) float64 { return expansionWeight }},
 	} {
 		if len(more.terms) == 0 {
 			continue
