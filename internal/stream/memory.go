@@ -50,6 +50,7 @@ type Memory struct {
 	mu      sync.RWMutex
 	streams map[string]*memStream
 	closed  bool
+	types   typeNames
 
 	total    atomic.Int64 // retained cost of every stream (see recordCost)
 	evicting sync.Mutex   // one eviction at a time; others go on appending
@@ -64,10 +65,19 @@ type Memory struct {
 }
 
 type memStream struct {
-	mu         sync.Mutex
-	recs       []Record // recs[head:] are retained, seqs contiguous
+	mu sync.Mutex
+	// The retained records, packed (packed.go): record i's entry starts at
+	// log[offs[i]]; offs[head:] are retained, their seqs contiguous up to
+	// lastSeq. A large record's data is shared[n-sharedBase], n its number.
+	log        []byte
+	offs       []uint32
 	head       int
-	bytes      int64
+	shared     [][]byte
+	sharedBase int
+	sharedGone int    // shared[:sharedGone] were dropped
+	qid        []byte // the stream id as written in its events
+	baseTS     int64  // the time of its first event
+	bytes      int64  // retained: entries in the log and large records' data
 	lastSeq    int64
 	finished   bool
 	finishedAt time.Time
@@ -76,6 +86,7 @@ type memStream struct {
 }
 
 type memSub struct {
+	m      *Memory
 	st     *memStream
 	cursor int64
 	ready  chan struct{}
@@ -136,13 +147,13 @@ func (m *Memory) Append(_ context.Context, id string, rec Record) error {
 		st.mu.Unlock()
 		return fmt.Errorf("stream %s: append seq %d after %d", id, rec.Seq, st.lastSeq)
 	}
-	st.recs = append(st.recs, rec)
+	logBytes, sharedBytes := st.pack(&m.types, rec)
 	st.lastSeq = rec.Seq
-	st.bytes += int64(len(rec.Data))
-	added := recordCost(rec)
-	for len(st.recs)-st.head > 1 &&
-		(len(st.recs)-st.head > m.opts.MaxEvents || st.bytes > m.opts.MaxBytes) {
-		added -= st.dropOldest()
+	st.bytes += int64(logBytes + sharedBytes)
+	added := entryCost(logBytes, sharedBytes)
+	for len(st.offs)-st.head > 1 &&
+		(len(st.offs)-st.head > m.opts.MaxEvents || st.bytes > m.opts.MaxBytes) {
+		added -= st.dropOldest(&m.types)
 	}
 	st.compact()
 	st.wake()
@@ -153,40 +164,65 @@ func (m *Memory) Append(_ context.Context, id string, rec Record) error {
 	return nil
 }
 
-// recordOverhead is what a retained record costs beyond its data: the
-// Record in the log's slice and the data slice's allocation rounding.
-const recordOverhead = 64
+// recordOverhead is what a retained record costs beyond its entry: its
+// offset, with the slice's growth; a large record's slice header besides.
+const (
+	recordOverhead = 8
+	sharedOverhead = 24
+)
 
-func recordCost(r Record) int64 { return int64(len(r.Data)) + recordOverhead }
+func entryCost(logBytes, sharedBytes int) int64 {
+	c := int64(logBytes+sharedBytes) + recordOverhead
+	if sharedBytes > 0 {
+		c += sharedOverhead
+	}
+	return c
+}
 
 // dropOldest drops the oldest retained record and returns its cost; the
 // caller holds st.mu.
-func (st *memStream) dropOldest() int64 {
-	r := st.recs[st.head]
-	st.bytes -= int64(len(r.Data))
-	st.recs[st.head] = Record{}
+func (st *memStream) dropOldest(types *typeNames) int64 {
+	e := st.entry(types, st.head)
+	shared := 0
+	if e.kind == packedShared {
+		shared = len(e.data)
+		st.shared[st.sharedGone] = nil // the oldest large record is this one
+		st.sharedGone++
+	}
+	st.bytes -= int64(e.size + shared)
 	st.head++
-	return recordCost(r)
+	return entryCost(e.size, shared)
 }
 
-// compact reuses the front of the log once most of it was dropped; the
-// caller holds st.mu.
+// compact gives back what dropped records held once it is most of the
+// log (a new log: readers may still hold data that aliases the old one);
+// the caller holds st.mu.
 func (st *memStream) compact() {
-	if st.head == len(st.recs) {
-		st.recs, st.head = nil, 0 // all dropped: give the array back
+	if st.head == len(st.offs) {
+		st.log, st.offs, st.head = nil, nil, 0 // all dropped: give the arrays back
+		st.sharedBase += len(st.shared)
+		st.shared, st.sharedGone = nil, 0
 		return
 	}
-	if st.head > 1024 && st.head > len(st.recs)/2 {
-		n := copy(st.recs, st.recs[st.head:])
-		clear(st.recs[n:])
-		st.recs = st.recs[:n]
+	if dead := int(st.offs[st.head]); st.head >= 32 && (2*st.head > len(st.offs) || 2*dead > len(st.log)) {
+		st.log = append(make([]byte, 0, len(st.log)-dead+len(st.log)/8), st.log[dead:]...)
+		n := copy(st.offs, st.offs[st.head:])
+		for i := range st.offs[:n] {
+			st.offs[i] -= uint32(dead)
+		}
+		st.offs = st.offs[:n:n]
 		st.head = 0
+	}
+	if st.sharedGone > 0 && 2*st.sharedGone >= len(st.shared) {
+		st.shared = append([][]byte(nil), st.shared[st.sharedGone:]...)
+		st.sharedBase += st.sharedGone
+		st.sharedGone = 0
 	}
 }
 
 // cost is what the stream's retained records cost; the caller holds st.mu.
 func (st *memStream) cost() int64 {
-	return st.bytes + int64(len(st.recs)-st.head)*recordOverhead
+	return st.bytes + int64(len(st.offs)-st.head)*recordOverhead + int64(len(st.shared)-st.sharedGone)*sharedOverhead
 }
 
 // wake signals every reader without blocking; the caller holds st.mu.
@@ -230,7 +266,7 @@ func (m *Memory) Subscribe(_ context.Context, id string, after int64) (Subscript
 	if after < st.firstSeq()-1 {
 		return nil, ErrExpired
 	}
-	s := &memSub{st: st, cursor: after, ready: make(chan struct{}, 1)}
+	s := &memSub{m: m, st: st, cursor: after, ready: make(chan struct{}, 1)}
 	st.subs = append(st.subs, s)
 	return s, nil
 }
@@ -238,10 +274,7 @@ func (m *Memory) Subscribe(_ context.Context, id string, after int64) (Subscript
 // firstSeq is the seq of the oldest retained record (lastSeq+1 when empty);
 // the caller holds st.mu.
 func (st *memStream) firstSeq() int64 {
-	if len(st.recs) == st.head {
-		return st.lastSeq + 1
-	}
-	return st.recs[st.head].Seq
+	return st.lastSeq - int64(len(st.offs)-st.head) + 1
 }
 
 // Fetch returns the records after the cursor that are retained now.
@@ -257,8 +290,7 @@ func (s *memSub) Fetch(buf []Record) ([]Record, bool, error) {
 		return buf, false, ErrExpired
 	}
 	if s.cursor < st.lastSeq {
-		i := st.head + int(s.cursor+1-first)
-		buf = append(buf, st.recs[i:]...)
+		buf = st.unpack(&s.m.types, buf, st.head+int(s.cursor+1-first), s.cursor+1)
 		s.cursor = st.lastSeq
 	}
 	return buf, st.finished && s.cursor >= st.lastSeq, nil
@@ -304,7 +336,7 @@ func (m *Memory) sweep(now time.Time) {
 		if expired {
 			st.closed = true
 			m.total.Add(-st.cost())
-			st.recs, st.head, st.bytes = nil, 0, 0 // cost 0 from now on: an eviction racing this cannot count it twice
+			st.log, st.offs, st.head, st.shared, st.bytes = nil, nil, 0, nil, 0 // cost 0 from now on: an eviction racing this cannot count it twice
 			st.wake()
 		}
 		st.mu.Unlock()

@@ -46,7 +46,7 @@ func (m *Memory) evict() {
 	var done []finished
 	for _, st := range all {
 		st.mu.Lock()
-		if st.finished && !st.closed && st.head < len(st.recs) {
+		if st.finished && !st.closed && st.head < len(st.offs) {
 			done = append(done, finished{st, st.finishedAt})
 		}
 		st.mu.Unlock()
@@ -58,8 +58,8 @@ func (m *Memory) evict() {
 		}
 		f.st.mu.Lock()
 		var freed int64
-		for f.st.head < len(f.st.recs) {
-			freed += f.st.dropOldest()
+		for f.st.head < len(f.st.offs) {
+			freed += f.st.dropOldest(&m.types)
 		}
 		f.st.compact()
 		f.st.wake() // readers find out now, not at their next wake-up
@@ -83,7 +83,7 @@ func (m *Memory) trimLargestLive(all []*memStream) bool {
 	var largestCost int64
 	for _, st := range all {
 		st.mu.Lock()
-		if !st.finished && !st.closed && len(st.recs)-st.head > 1 {
+		if !st.finished && !st.closed && len(st.offs)-st.head > 1 {
 			if c := st.cost(); c > largestCost {
 				largest, largestCost = st, c
 			}
@@ -95,12 +95,12 @@ func (m *Memory) trimLargestLive(all []*memStream) bool {
 	}
 	largest.mu.Lock()
 	var freed int64
-	n := len(largest.recs) - largest.head
+	n := len(largest.offs) - largest.head
 	for range max(n/2, 1) {
-		if len(largest.recs)-largest.head <= 1 {
+		if len(largest.offs)-largest.head <= 1 {
 			break // it may have changed since it was measured
 		}
-		freed += largest.dropOldest()
+		freed += largest.dropOldest(&m.types)
 	}
 	largest.compact()
 	largest.wake()
