@@ -67,7 +67,7 @@ func (h *Handler) statelessChat(c *gin.Context) {
 		h.internal(c, "start stateless answer", err)
 		return
 	}
-	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
+	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream, true)
 	select {
 	case <-r.Done():
 	default:
@@ -134,7 +134,7 @@ func (h *Handler) resumeAnyStream(c *gin.Context) {
 			"The resume position (Last-Event-ID or ?after=) must be a whole number: the seq of the last event received.")
 		return
 	}
-	h.serveStream(c, c.Param("id"), after)
+	h.serveStream(c, c.Param("id"), after, false)
 }
 
 // stopAnyStream stops a session's stream, or a live stateless one.

@@ -26,6 +26,7 @@ import (
 
 // Deps are what the handlers use.
 type Deps struct {
+	Hub       *Hub                  // nil = every SSE reader keeps its handler goroutine
 	Auth      func() *auth.Keys     // the current API keys
 	Metrics   *metrics.Metrics      // nil = metrics off
 	Config    func() *config.Config // the current snapshot
@@ -143,7 +144,9 @@ func (h *Handler) accessLog(c *gin.Context) {
 }
 
 // logRequest is accessLog's after part, in its own frame: a live stream's
-// handler goroutine rests under accessLog (see streamTail).
+// handler goroutine rests under accessLog (see streamTail). A stream
+// handed to the hub is logged when it is handed over: its duration is the
+// time to its first frames, not the answer's.
 func (h *Handler) logRequest(c *gin.Context, start time.Time) {
 	d := time.Since(start)
 	fields := []zap.Field{

@@ -58,7 +58,7 @@ func (o *optionalID) UnmarshalJSON(b []byte) error {
 // question opens a new session (stream.started carries its id).
 func (h *Handler) postMessage(c *gin.Context) {
 	if id, streaming, ok := h.startMessage(c); ok {
-		h.answer(c, id, streaming)
+		h.answer(c, id, streaming, false)
 	}
 }
 
@@ -213,7 +213,7 @@ func (h *Handler) regenerate(c *gin.Context) {
 	if h.startFailed(c, err) {
 		return
 	}
-	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream)
+	h.answer(c, r.StreamID, req.Stream == nil || *req.Stream, false)
 }
 
 func deref(s *string) string {

@@ -24,11 +24,21 @@ import (
 //
 // A finished stream with nothing left to send answers 204, which tells an
 // EventSource to stop reconnecting.
-func (h *Handler) serveStream(c *gin.Context, id string, after int64) {
-	if t := h.openTail(c, id, after); t != nil {
-		defer t.sub.Close()
-		t.follow()
+//
+// With a Hub, the hub serves the reader once its first frames are ready
+// and the handler returns; otherwise this goroutine does, until the end.
+// tied keeps the reader here: its request's end is the answer's (a
+// stateless answer is stopped when its requester leaves).
+func (h *Handler) serveStream(c *gin.Context, id string, after int64, tied bool) {
+	t := h.openTail(c, id, after)
+	if t == nil || (!tied && h.deps.Hub != nil && h.deps.Hub.take(t)) {
+		return
 	}
+	defer t.sub.Close()
+	if len(t.recs) == 0 && len(t.pending) == 0 && t.w.flush() != nil {
+		return // answer with the headers now, not at the next event; the client is gone
+	}
+	t.follow()
 }
 
 // streamTail is one reader of a stream between two wake-ups. Every live
@@ -80,17 +90,16 @@ func (h *Handler) openTail(c *gin.Context, id string, after int64) *streamTail {
 	case t.done && len(t.recs) == 0:
 		c.Status(http.StatusNoContent)
 	default:
-		if t.start(after) {
-			return t
-		}
+		t.start(after)
+		return t
 	}
 	sub.Close()
 	return nil
 }
 
-// start sends the headers and finds the approvals a resuming reader must
-// be asked again; false when the client is already gone.
-func (t *streamTail) start(after int64) bool {
+// start prepares the response (nothing is written yet) and finds the
+// approvals a resuming reader must be asked again.
+func (t *streamTail) start(after int64) {
 	t.w = newSSEWriter(t.c, t.h.cfg().Server.WriteTimeout)
 	t.w.metrics = t.h.deps.Metrics
 	// A reader resuming past a tool call's approval request that is still
@@ -104,10 +113,6 @@ func (t *streamTail) start(after int64) bool {
 			t.h.reqLog(t.c).Warn("finding pending approvals failed", zap.String("stream_id", t.id), zap.Error(err))
 		}
 	}
-	if len(t.recs) == 0 && len(t.pending) == 0 { // answer with the headers now, not at the next event
-		return t.w.flush() == nil
-	}
-	return true
 }
 
 // follow writes what was fetched and waits for more, until the stream
@@ -218,17 +223,23 @@ func newSSEWriter(c *gin.Context, timeout time.Duration) *sseWriter {
 
 // records writes a batch of stored events: id, event and data lines.
 func (w *sseWriter) records(recs []stream.Record) error {
-	for _, r := range recs {
-		w.buf = append(w.buf, "id: "...)
-		w.buf = strconv.AppendInt(w.buf, r.Seq, 10)
-		w.buf = append(w.buf, "\nevent: "...)
-		w.buf = append(w.buf, r.Type...)
-		w.buf = append(w.buf, "\ndata: "...)
-		w.buf = append(w.buf, r.Data...)
-		w.buf = append(w.buf, "\n\n"...)
-	}
+	w.buf = appendRecords(w.buf, recs)
 	w.events += len(recs)
 	return w.flush()
+}
+
+// appendRecords appends the SSE frames of stored events.
+func appendRecords(dst []byte, recs []stream.Record) []byte {
+	for _, r := range recs {
+		dst = append(dst, "id: "...)
+		dst = strconv.AppendInt(dst, r.Seq, 10)
+		dst = append(dst, "\nevent: "...)
+		dst = append(dst, r.Type...)
+		dst = append(dst, "\ndata: "...)
+		dst = append(dst, r.Data...)
+		dst = append(dst, "\n\n"...)
+	}
+	return dst
 }
 
 // again adds events sent before, as stored but without their id line, so
@@ -252,13 +263,19 @@ func (w *sseWriter) ping() error {
 // resync tells the reader its replay window is gone; it carries no id so
 // the client's Last-Event-ID is left as it was.
 func (w *sseWriter) resync(id string) error {
-	w.buf = append(w.buf, "event: resync_required\ndata: "...)
-	w.buf = append(w.buf, `{"type":"resync_required","stream_id":`...)
-	w.buf = eventbus.AppendString(w.buf, id)
-	w.buf = append(w.buf, `,"message_id":`...)
-	w.buf = eventbus.AppendString(w.buf, id)
-	w.buf = append(w.buf, "}\n\n"...)
+	w.buf = appendResync(w.buf, id)
 	return w.flush()
+}
+
+// appendResync appends the frame that tells a reader its replay window
+// is gone.
+func appendResync(dst []byte, id string) []byte {
+	dst = append(dst, "event: resync_required\ndata: "...)
+	dst = append(dst, `{"type":"resync_required","stream_id":`...)
+	dst = eventbus.AppendString(dst, id)
+	dst = append(dst, `,"message_id":`...)
+	dst = eventbus.AppendString(dst, id)
+	return append(dst, "}\n\n"...)
 }
 
 func (w *sseWriter) flush() error {
@@ -277,11 +294,11 @@ func (w *sseWriter) flush() error {
 
 // answer sends a started generation to its requester: as the SSE stream,
 // or (streaming false) as the finished message gathered from that same
-// stream.
-func (h *Handler) answer(c *gin.Context, streamID string, streaming bool) {
+// stream. tied: see serveStream.
+func (h *Handler) answer(c *gin.Context, streamID string, streaming, tied bool) {
 	c.Header("X-Message-Id", streamID)
 	if streaming {
-		h.serveStream(c, streamID, 0)
+		h.serveStream(c, streamID, 0, tied)
 		return
 	}
 	h.answerWhole(c, streamID)

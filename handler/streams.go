@@ -48,7 +48,7 @@ func (h *Handler) resumeStream(c *gin.Context) {
 	if _, ok := h.ownedStream(c, c.Param("id")); !ok {
 		return
 	}
-	h.serveStream(c, c.Param("id"), after)
+	h.serveStream(c, c.Param("id"), after, false)
 }
 
 // stopStream cancels a live generation: 202 when it is being stopped, 200

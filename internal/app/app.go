@@ -80,6 +80,7 @@ type App struct {
 	cache        cache.Store   // finished answers, for response_cache
 	runs         *run.Manager
 	handler      http.Handler
+	hub          *handler.Hub // writes live SSE readers without a goroutine each
 	watcher      *config.Watcher
 	closing      atomic.Bool
 	mcpClients   *mcpclient.Manager // connections to mcp.servers
@@ -172,7 +173,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Jobs:        a.jobs,
 	})
 	close(a.started)
+	a.hub = handler.NewHub(handler.HubOptions{
+		Logger:       a.log,
+		Metrics:      a.metrics,
+		Heartbeat:    func() time.Duration { return a.cfg.Load().Stream.Heartbeat },
+		WriteTimeout: func() time.Duration { return a.cfg.Load().Server.WriteTimeout },
+	})
 	a.handler = handler.New(handler.Deps{
+		Hub:       a.hub,
 		Metrics:   a.metrics,
 		Auth:      a.keys.Load,
 		Config:    a.cfg.Load,
@@ -192,6 +200,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	if opts.ConfigPath != "" {
 		if a.watcher, err = config.Watch(opts.ConfigPath, a.apply, a.log); err != nil {
+			a.hub.Close()
 			a.purge.stop()
 			a.shutdownTracing()
 			a.mcpClients.Close()
@@ -457,6 +466,9 @@ func (a *App) ready(ctx context.Context) error {
 // Handler is the HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
 
+// Hub writes the live SSE readers of sessions' answers (tests look at it).
+func (a *App) Hub() *handler.Hub { return a.hub }
+
 // Runs is the run manager (tests and metrics look at it).
 func (a *App) Runs() *run.Manager { return a.runs }
 
@@ -507,6 +519,7 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		httpDone <- srv.Shutdown(hctx)
 	}()
 	a.runs.Shutdown(grace)
+	a.hub.Drain(grace)  // readers the hub serves get the end of their answers
 	a.jobs.Close(grace) // titles and summaries still being written get what is left of the grace
 	if err := <-httpDone; err != nil {
 		_ = srv.Close()
@@ -535,6 +548,7 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no grace left: stop whatever still runs
 	a.runs.Shutdown(ctx)
+	a.hub.Close()        // after the runs: every stream has ended, its last frames written or cut
 	a.jobs.Close(ctx)    // after the runs: none can start a job any more
 	a.mcpClients.Close() // after the runs: none can call a tool any more
 	a.purge.stop()

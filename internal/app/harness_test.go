@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +39,50 @@ type harness struct {
 	token    string                 // sent as "Authorization: Bearer" when set
 	base     string                 // the server's URL when it is another process (srv is nil)
 	proc     *process               // that process
+	conns    *trackedListener       // every client connection, hijacked ones too
+}
+
+// trackedListener remembers the connections it accepts, so that a test
+// can drop them all as a network failure would: httptest's
+// CloseClientConnections forgets the ones the server hijacked (the SSE
+// readers the hub serves).
+type trackedListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func (l *trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		if len(l.conns) > 1000 { // forget closed ones now and then
+			for old := range l.conns {
+				if _, err := old.Write(nil); err != nil {
+					delete(l.conns, old)
+				}
+			}
+		}
+		l.conns[c] = struct{}{}
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// dropAll closes every connection accepted so far.
+func (l *trackedListener) dropAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.Close()
+	}
+	clear(l.conns)
+}
+
+// dropConnections cuts every client connection, as a dropped network.
+func (h *harness) dropConnections() {
+	h.srv.CloseClientConnections()
+	h.conns.dropAll()
 }
 
 // kill ends the server process with SIGKILL.
@@ -109,7 +155,10 @@ func startHarnessWith(t *testing.T, provider *providertest.Server, cfg *config.C
 	if err != nil {
 		t.Fatalf("app.New: %v", err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := httptest.NewUnstartedServer(a.Handler())
+	conns := &trackedListener{Listener: srv.Listener, conns: map[net.Conn]struct{}{}}
+	srv.Listener = conns
+	srv.Start()
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -119,7 +168,7 @@ func startHarnessWith(t *testing.T, provider *providertest.Server, cfg *config.C
 		modelTransport.CloseIdleConnections()
 		clientTransport.CloseIdleConnections()
 	})
-	return &harness{t: t, app: a, srv: srv, provider: provider, client: &http.Client{Transport: clientTransport}, logs: logs}
+	return &harness{t: t, app: a, srv: srv, conns: conns, provider: provider, client: &http.Client{Transport: clientTransport}, logs: logs}
 }
 
 func (h *harness) url(path string) string {

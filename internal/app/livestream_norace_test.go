@@ -8,3 +8,9 @@ package app_test
 // stacks the GC has not shrunk yet (8–18 KiB measured; 26–32 KiB when the
 // two rested on 16 KiB stacks).
 const maxStackPerLiveStream = 24 << 10
+
+// maxStackPerHubStream bounds it for a session's stream, whose reader the
+// hub writes: 8 KiB for the generation's goroutine, and the share of 16
+// streams in what the hub's workers and the partial saver grow to when
+// they first run (8–12 KiB measured).
+const maxStackPerHubStream = 14 << 10

@@ -8,3 +8,5 @@ package app_test
 // would only flake. The plain `go test ./...` run bounds it; the goroutine
 // count is checked in both.
 const maxStackPerLiveStream = 0
+
+const maxStackPerHubStream = 0

@@ -12,17 +12,19 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 )
 
-// TestALiveStreamHoldsThreeGoroutinesOnSmallRestingStacks holds answers of
+// TestALiveStreamHoldsFewGoroutinesOnSmallRestingStacks holds answers of
 // the demo model between two chunks and counts what each costs the
-// server: three goroutines (the connection's, net/http's background read,
-// the generation) and, once the GC has shrunk resting stacks, at most
-// maxStackPerLiveStream of stack. Memory per live stream is mostly these
+// server: a session's SSE stream one goroutine (the generation; the hub
+// writes its reader), an OpenAI-compatible completion three (the
+// connection's, net/http's background read, the generation), and, once
+// the GC has shrunk resting stacks, at most maxStackPerLiveStream (three
+// goroutines) or maxStackPerHubStream (one) of stack. Memory per live stream is mostly these
 // (issue 15): a handler or chain frame that grows pushes a resting stack
 // past a quarter of its size, and the GC then keeps it at twice the size.
 // Both ways of streaming an answer are held: a session's SSE stream and an
 // OpenAI-compatible completion. The clients are raw connections, so
 // nothing of theirs is counted.
-func TestALiveStreamHoldsThreeGoroutinesOnSmallRestingStacks(t *testing.T) {
+func TestALiveStreamHoldsFewGoroutinesOnSmallRestingStacks(t *testing.T) {
 	const streams = 16
 	h := newHarness(t, func(c *config.Config) {
 		// Every answer waits for its first chunk; a completion's first bytes
@@ -44,7 +46,7 @@ func TestALiveStreamHoldsThreeGoroutinesOnSmallRestingStacks(t *testing.T) {
 	})
 
 	t.Run("session", func(t *testing.T) {
-		conns := holdStreams(t, streams, "event: model_call.started", func(i int) net.Conn {
+		conns := holdStreams(t, streams, "event: model_call.started", 1, maxStackPerHubStream, func(i int) net.Conn {
 			return postRaw(t, addr, "/api/v1/sessions/"+sessions[i]+"/messages", `{"content":"What does chatpipe stream?"}`)
 		})
 		held = conns
@@ -52,7 +54,7 @@ func TestALiveStreamHoldsThreeGoroutinesOnSmallRestingStacks(t *testing.T) {
 	t.Run("openai", func(t *testing.T) {
 		// A completion sends nothing before its first token or a
 		// heartbeat, which comes well after its model call started.
-		conns := holdStreams(t, streams, ": ping", func(int) net.Conn {
+		conns := holdStreams(t, streams, ": ping", 3, maxStackPerLiveStream, func(int) net.Conn {
 			return postRaw(t, addr, "/v1/chat/completions",
 				`{"stream":true,"messages":[{"role":"user","content":"What does chatpipe stream?"}]}`)
 		})
@@ -63,8 +65,9 @@ func TestALiveStreamHoldsThreeGoroutinesOnSmallRestingStacks(t *testing.T) {
 }
 
 // holdStreams opens streams live answers with open, reads each until a
-// line starting with until, and checks what they cost the server at rest.
-func holdStreams(t *testing.T, streams int, until string, open func(i int) net.Conn) []net.Conn {
+// line starting with until, and checks what they cost the server at rest:
+// each goroutines and at most maxStack bytes of stack (0 = not bounded).
+func holdStreams(t *testing.T, streams int, until string, each, maxStack int, open func(i int) net.Conn) []net.Conn {
 	t.Helper()
 	goroutines0, stack0, heap0 := restingGoroutinesAndStack()
 	conns := make([]net.Conn, streams)
@@ -81,12 +84,12 @@ func holdStreams(t *testing.T, streams int, until string, open func(i int) net.C
 		perStream, stackPerStream/1024, float64(heap-heap0)/float64(streams)/1024)
 	// Beyond three a stream, only what the first answer starts for all
 	// (the shared partial saver).
-	if extra := goroutines - goroutines0 - 3*streams; extra > 2 {
-		t.Errorf("%d live streams hold %d goroutines, want at most 3 each (connection, background read, generation) and 2 shared",
-			streams, goroutines-goroutines0)
+	if extra := goroutines - goroutines0 - each*streams; extra > 2 {
+		t.Errorf("%d live streams hold %d goroutines, want at most %d each and 2 shared",
+			streams, goroutines-goroutines0, each)
 	}
-	if maxStackPerLiveStream > 0 && stackPerStream > maxStackPerLiveStream {
-		t.Errorf("a live stream holds %.1f KiB of stack at rest, want at most %d KiB", stackPerStream/1024, maxStackPerLiveStream>>10)
+	if maxStack > 0 && stackPerStream > float64(maxStack) {
+		t.Errorf("a live stream holds %.1f KiB of stack at rest, want at most %d KiB", stackPerStream/1024, maxStack>>10)
 	}
 	return conns
 }

@@ -319,7 +319,7 @@ func TestWebPageAsksStopsAndResumesInARealBrowser(t *testing.T) {
 					t.Fatalf("after the reload: %+v", st)
 				}
 			case "network drop":
-				h.srv.CloseClientConnections()
+				h.dropConnections()
 			}
 			gate.Release()
 			st := b.waitLast("the completed answer", `s.Status === 'completed'`)

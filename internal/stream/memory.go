@@ -90,6 +90,7 @@ type memSub struct {
 	st     *memStream
 	cursor int64
 	ready  chan struct{}
+	notify func() // set by Notify: called instead of signalling ready
 }
 
 // NewMemory returns a memory store and starts its sweeper; Close stops it.
@@ -228,6 +229,10 @@ func (st *memStream) cost() int64 {
 // wake signals every reader without blocking; the caller holds st.mu.
 func (st *memStream) wake() {
 	for _, s := range st.subs {
+		if s.notify != nil {
+			s.notify()
+			continue
+		}
 		select {
 		case s.ready <- struct{}{}:
 		default:
@@ -298,6 +303,13 @@ func (s *memSub) Fetch(buf []Record) ([]Record, bool, error) {
 
 // Ready is signalled after an append or finish.
 func (s *memSub) Ready() <-chan struct{} { return s.ready }
+
+// Notify implements Notifier.
+func (s *memSub) Notify(f func()) {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	s.notify = f
+}
 
 // Close detaches the reader.
 func (s *memSub) Close() {
@@ -377,4 +389,7 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store    = (*Memory)(nil)
+	_ Notifier = (*memSub)(nil)
+)

@@ -65,3 +65,13 @@ type Subscription interface {
 	// Close releases the subscription.
 	Close()
 }
+
+// Notifier is implemented by subscriptions that can call a function
+// instead of signalling Ready, so that a reader needs no goroutine waiting
+// for it (the memory store's): after Notify(f), f is called whenever
+// records may be available, from the appending goroutine with the
+// stream's lock held — it must return at once and must not call into the
+// store. Ready is then no longer signalled.
+type Notifier interface {
+	Notify(f func())
+}

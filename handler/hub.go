@@ -1,0 +1,464 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/internal/metrics"
+	"github.com/chatpipe/chatpipe/internal/stream"
+)
+
+// Hub writes the SSE streams of answers without a goroutine per reader.
+//
+// A reader served by net/http holds its handler goroutine, net/http's
+// background read and the connection's buffers (10 KiB) for as long as
+// its answer lasts, although it only waits: at 2,000 live answers that
+// was most of the server's memory. Once a stream's first frames are
+// ready, the hub takes the connection over (hijacks it): the handler
+// returns, and the reader is a small struct woken by its subscription
+// (stream.Notifier) and written by one of a few workers. The response is
+// the same SSE stream, ended by closing the connection (Connection:
+// close) rather than by a last chunk.
+//
+// Writes never wait on a slow client: each write may take a few
+// milliseconds; what the socket does not take is kept and retried with a
+// growing pause, and a client that takes nothing for the write timeout is
+// cut, as before. A client that left is found at the next write (an
+// event or a heartbeat). Streams that are not HTTP/1 connections (HTTP/2),
+// or whose store cannot notify (a replica reading another's stream from
+// Redis), or that must re-send pending approvals, keep a goroutine.
+type Hub struct {
+	opts HubOptions
+
+	mu      sync.Mutex
+	work    *sync.Cond
+	queue   []*hubStream
+	streams map[*hubStream]struct{}
+	closed  bool
+	// draining: Drain waits; new streams keep their goroutine (the
+	// server's shutdown waits for those). drained is closed when the
+	// last stream ends.
+	draining bool
+	drained  chan struct{}
+
+	workers sync.WaitGroup
+	stop    chan struct{}
+}
+
+// HubOptions configures a Hub.
+type HubOptions struct {
+	Workers int              // goroutines writing streams; <= 0 = 2 × GOMAXPROCS, at least 4
+	Logger  *zap.Logger      // nil = no logs
+	Metrics *metrics.Metrics // nil = not counted
+	// Heartbeat and WriteTimeout are read at each use (they may be
+	// reloaded): the interval of ": ping" comments on an idle stream, and
+	// how long a client may take nothing before it is cut.
+	Heartbeat    func() time.Duration
+	WriteTimeout func() time.Duration
+}
+
+// hubWriteWindow is how long one write may wait for a full socket before
+// the rest is kept for later; hubRetryMin/Max bound the pause before the
+// next attempt.
+const (
+	hubWriteWindow = 2 * time.Millisecond
+	hubRetryMin    = 10 * time.Millisecond
+	hubRetryMax    = time.Second
+)
+
+// NewHub starts a hub's workers; Close stops them.
+func NewHub(opts HubOptions) *Hub {
+	if opts.Workers <= 0 {
+		opts.Workers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	hb := &Hub{opts: opts, streams: make(map[*hubStream]struct{}), stop: make(chan struct{})}
+	hb.work = sync.NewCond(&hb.mu)
+	hb.workers.Add(opts.Workers + 1)
+	for range opts.Workers {
+		go hb.worker()
+	}
+	go hb.heartbeats()
+	return hb
+}
+
+// hubStream is one reader the hub serves.
+type hubStream struct {
+	hub  *Hub
+	conn net.Conn
+	sub  stream.Subscription
+	id   string
+
+	// state: idle, queued (in the hub's queue), running (a worker has it)
+	// or again (running, and woken meanwhile: run once more).
+	state atomic.Int32
+
+	// Written by the worker that runs it (one at a time).
+	out       []byte    // bytes the socket did not take yet
+	done      bool      // every record was fetched: close once out is written
+	stalled   time.Time // since when out has waited; zero when it is empty
+	retry     time.Duration
+	lastWrite atomic.Int64 // unix nanoseconds, read by the heartbeat scan
+	ping      atomic.Bool  // the heartbeat asks for a ": ping"
+	timer     *time.Timer  // the pending retry
+	ended     bool
+}
+
+const (
+	hubIdle int32 = iota
+	hubQueued
+	hubRunning
+	hubAgain
+	hubEnded
+)
+
+// take hands t's connection to the hub, with t's first frames (fetched,
+// not yet written); false, with nothing written, when it cannot (the
+// caller then serves t itself).
+func (hb *Hub) take(t *streamTail) bool {
+	n, ok := t.sub.(stream.Notifier)
+	if !ok || t.pending != nil {
+		return false
+	}
+	uw, ok := t.c.Writer.(interface{ Unwrap() http.ResponseWriter })
+	if !ok {
+		return false
+	}
+	if _, ok := uw.Unwrap().(http.Hijacker); !ok || t.c.Request.ProtoMajor != 1 {
+		return false
+	}
+	hb.mu.Lock()
+	refused := hb.closed || hb.draining
+	hb.mu.Unlock()
+	if refused {
+		return false
+	}
+	head := responseHead(t.c)
+	conn, rw, err := t.c.Writer.Hijack()
+	if err != nil {
+		// Nothing was written; net/http still owns the connection.
+		return false
+	}
+	// What the client sent past the request (rw) is never read: the
+	// connection closes when the stream ends. net/http's buffers are left
+	// with it, for the collector.
+	_ = rw
+	s := &hubStream{hub: hb, conn: conn, sub: t.sub, id: t.id}
+	s.out = append(head, t.w.buf...)
+	t.w.buf = nil
+	s.out = appendRecords(s.out, t.recs)
+	s.done = t.done
+	if hb.opts.Metrics != nil {
+		hb.opts.Metrics.SSEWritten(len(t.recs), 0)
+	}
+	hb.mu.Lock()
+	if hb.closed {
+		hb.mu.Unlock()
+		conn.Close()
+		t.sub.Close()
+		return true
+	}
+	hb.streams[s] = struct{}{}
+	hb.mu.Unlock()
+	s.lastWrite.Store(time.Now().UnixNano())
+	n.Notify(s.wake)
+	s.wake() // the first frames, and any record appended before Notify
+	return true
+}
+
+// responseHead is the response's status line and headers, as net/http
+// would have written them, for a stream ended by closing the connection.
+func responseHead(c *gin.Context) []byte {
+	h := c.Writer.Header()
+	h.Set("Connection", "close")
+	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// wake queues s for a worker, unless it is queued already; a stream
+// running now runs once more. Called by the store with the stream's lock
+// held: it only takes the hub's.
+func (s *hubStream) wake() {
+	for {
+		switch st := s.state.Load(); st {
+		case hubIdle:
+			if s.state.CompareAndSwap(hubIdle, hubQueued) {
+				hb := s.hub
+				hb.mu.Lock()
+				hb.queue = append(hb.queue, s)
+				hb.mu.Unlock()
+				hb.work.Signal()
+				return
+			}
+		case hubRunning:
+			if s.state.CompareAndSwap(hubRunning, hubAgain) {
+				return
+			}
+		default: // queued, again or ended
+			return
+		}
+	}
+}
+
+// worker runs queued streams until the hub closes.
+func (hb *Hub) worker() {
+	defer hb.workers.Done()
+	var w hubWork
+	for {
+		hb.mu.Lock()
+		for len(hb.queue) == 0 && !hb.closed {
+			hb.work.Wait()
+		}
+		if hb.closed {
+			hb.mu.Unlock()
+			return
+		}
+		s := hb.queue[0]
+		hb.queue[0] = nil
+		hb.queue = hb.queue[1:]
+		if len(hb.queue) == 0 {
+			hb.queue = hb.queue[:0:0] // let a long queue's array go
+		}
+		hb.mu.Unlock()
+		s.state.Store(hubRunning)
+		for {
+			w.run(s)
+			if s.ended || s.state.CompareAndSwap(hubRunning, hubIdle) {
+				break
+			}
+			s.state.Store(hubRunning) // it was woken meanwhile
+		}
+	}
+}
+
+// hubWork is a worker's reusable buffers.
+type hubWork struct {
+	recs []stream.Record
+	buf  []byte
+}
+
+// run writes what s has to send: what the socket did not take last time,
+// then the records appended since, or a heartbeat.
+func (w *hubWork) run(s *hubStream) {
+	if s.ended {
+		return
+	}
+	if len(s.out) > 0 {
+		if !s.write(s.out) {
+			return
+		}
+	}
+	if !s.done {
+		var err error
+		w.recs, s.done, err = s.sub.Fetch(w.recs[:0])
+		switch {
+		case errors.Is(err, stream.ErrExpired):
+			// This reader fell behind the retained window.
+			s.done = true
+			w.buf = appendResync(w.buf[:0], s.id)
+		case err != nil:
+			if !errors.Is(err, stream.ErrClosed) {
+				s.hub.opts.Logger.Warn("stream read ended", zap.String("stream_id", s.id), zap.Error(err))
+			}
+			s.end()
+			return
+		default:
+			w.buf = appendRecords(w.buf[:0], w.recs)
+			if m := s.hub.opts.Metrics; m != nil && len(w.recs) > 0 {
+				m.SSEWritten(len(w.recs), 0)
+			}
+		}
+		clear(w.recs) // the records' data is not kept past this run
+		if len(w.buf) == 0 && s.ping.Swap(false) {
+			w.buf = append(w.buf, ": ping\n\n"...)
+		}
+		if len(w.buf) > 0 && !s.write(w.buf) {
+			w.shrink()
+			return
+		}
+		w.shrink()
+	}
+	if s.done && len(s.out) == 0 {
+		s.end()
+	}
+}
+
+// shrink drops a buffer a long replay grew.
+func (w *hubWork) shrink() {
+	if cap(w.buf) > 64<<10 {
+		w.buf = nil
+	}
+	if cap(w.recs) > 1024 {
+		w.recs = nil
+	}
+}
+
+// write sends p, keeping in s.out what the socket does not take within
+// the write window; false when the stream cannot go on now (a retry is
+// scheduled, or the stream ended).
+func (s *hubStream) write(p []byte) bool {
+	now := time.Now()
+	_ = s.conn.SetWriteDeadline(now.Add(hubWriteWindow))
+	n, err := s.conn.Write(p)
+	if m := s.hub.opts.Metrics; m != nil && n > 0 {
+		m.SSEWritten(0, n)
+	}
+	if err == nil {
+		s.out = s.out[:0]
+		if cap(s.out) > 4<<10 {
+			s.out = nil
+		}
+		s.stalled, s.retry = time.Time{}, 0
+		s.lastWrite.Store(now.UnixNano())
+		return true
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		s.end() // the client left
+		return false
+	}
+	rest := p[n:]
+	if len(s.out) > 0 && &s.out[0] == &p[0] {
+		s.out = s.out[:copy(s.out, rest)]
+	} else {
+		s.out = append(s.out[:0], rest...)
+	}
+	if n > 0 || s.stalled.IsZero() {
+		s.stalled = now
+		s.lastWrite.Store(now.UnixNano())
+	}
+	if now.Sub(s.stalled) >= s.hub.opts.WriteTimeout() {
+		s.end() // took nothing for the write timeout: cut, as a stalled reader always was
+		return false
+	}
+	s.retry = min(max(2*s.retry, hubRetryMin), hubRetryMax)
+	if s.timer == nil {
+		s.timer = time.AfterFunc(s.retry, s.wake)
+	} else {
+		s.timer.Reset(s.retry)
+	}
+	return false
+}
+
+// end closes the connection and the subscription, once; the worker that
+// runs s calls it (or Close, once no worker runs).
+func (s *hubStream) end() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.state.Store(hubEnded)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.conn.Close()
+	s.sub.Close()
+	s.out = nil
+	hb := s.hub
+	hb.mu.Lock()
+	delete(hb.streams, s)
+	if len(hb.streams) == 0 && hb.drained != nil {
+		close(hb.drained)
+		hb.drained = nil
+	}
+	hb.mu.Unlock()
+}
+
+// heartbeats asks idle streams for a ": ping" every heartbeat interval,
+// which also finds clients that left.
+func (hb *Hub) heartbeats() {
+	defer hb.workers.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var idle []*hubStream
+	for {
+		select {
+		case <-hb.stop:
+			return
+		case now := <-tick.C:
+			due := now.Add(-hb.opts.Heartbeat()).UnixNano()
+			hb.mu.Lock()
+			for s := range hb.streams {
+				if s.lastWrite.Load() <= due {
+					idle = append(idle, s)
+				}
+			}
+			hb.mu.Unlock()
+			for i, s := range idle {
+				s.ping.Store(true)
+				s.wake()
+				idle[i] = nil
+			}
+			idle = idle[:0]
+		}
+	}
+}
+
+// Len is the number of streams the hub serves (metrics and tests).
+func (hb *Hub) Len() int {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return len(hb.streams)
+}
+
+// Drain waits until every stream the hub serves has ended (their answers
+// finish at shutdown) or ctx ends; it takes no new streams meanwhile.
+func (hb *Hub) Drain(ctx context.Context) {
+	hb.mu.Lock()
+	hb.draining = true
+	if len(hb.streams) == 0 {
+		hb.mu.Unlock()
+		return
+	}
+	if hb.drained == nil {
+		hb.drained = make(chan struct{})
+	}
+	done := hb.drained
+	hb.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// Close ends every stream still served (their clients may reconnect to
+// another replica or reload the saved answer) and stops the workers.
+func (hb *Hub) Close() {
+	hb.mu.Lock()
+	if hb.closed {
+		hb.mu.Unlock()
+		return
+	}
+	hb.closed = true
+	close(hb.stop)
+	hb.work.Broadcast()
+	hb.mu.Unlock()
+	hb.workers.Wait()
+	// No worker runs now: end what is left here.
+	hb.mu.Lock()
+	left := make([]*hubStream, 0, len(hb.streams))
+	for s := range hb.streams {
+		left = append(left, s)
+	}
+	hb.queue = nil
+	hb.mu.Unlock()
+	for _, s := range left {
+		s.end()
+	}
+}

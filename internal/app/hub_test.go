@@ -1,0 +1,99 @@
+package app_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatpipe/chatpipe/config"
+	"github.com/chatpipe/chatpipe/eventbus"
+	"github.com/chatpipe/chatpipe/internal/providertest"
+)
+
+// waitHubLen waits until the hub serves n readers.
+func waitHubLen(t *testing.T, h *harness, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.app.Hub().Len() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub serves %d readers, want %d", h.app.Hub().Len(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A reader that stops reading never holds up the others (the hub's
+// writes do not wait on it), is cut once it has taken nothing for
+// server.write_timeout, and its answer is generated and saved in full
+// all the same.
+func TestTheHubCutsAStalledReaderAndServesTheOthers(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.Server.WriteTimeout = time.Second
+		c.Stream.MaxBytes = 64 << 20 // the whole answer stays replayable
+		c.Stream.MemoryMaxBytes = 256 << 20
+	})
+	// 24 MB of answer: more than the client's and the server's socket
+	// buffers hold (4 MB at most each on Linux).
+	word := strings.Repeat("x", 4095) + " "
+	big := strings.Repeat(word, 6000)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer(big, 6000)})
+	stalledSession, otherSession := h.createSession(), h.createSession()
+	stalled := postRaw(t, h.srv.Listener.Addr().String(), "/api/v1/sessions/"+stalledSession+"/messages", `{"content":"Write a lot."}`)
+	defer stalled.Close()
+	if tcp, ok := stalled.(*net.TCPConn); ok {
+		_ = tcp.SetReadBuffer(4096)
+	}
+	readUntil(t, stalled, "event: stream.started") // then it reads nothing more
+	waitHubLen(t, h, 1)
+
+	// Meanwhile another answer streams to its end.
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("A short answer.", 3)})
+	evs := h.ask(otherSession, "And something short?").all()
+	if fin := finished(t, evs); fin.Status != eventbus.StatusCompleted || text(evs, eventbus.TypeAnswerDelta) != "A short answer." {
+		t.Fatalf("the other reader got %+v, %q", fin, text(evs, eventbus.TypeAnswerDelta))
+	}
+
+	// The stalled reader is cut (the hub lets go of it although the
+	// socket's buffers cannot hold its answer): what it can still read
+	// (until the kernel gives up on the closed socket) ends before the
+	// stream's last event.
+	waitHubLen(t, h, 0)
+	_ = stalled.SetReadDeadline(time.Now().Add(time.Second))
+	rest, err := io.ReadAll(bufio.NewReader(stalled))
+	if strings.Contains(string(rest), "event: stream.finished") {
+		t.Fatalf("the stalled reader was not cut: it read the whole stream (%d bytes, %v)", len(rest), err)
+	}
+	// The answer was not: it completed and was saved whole.
+	msgs := h.messages(stalledSession)
+	last := msgs[len(msgs)-1]
+	h.waitDone(last.ID)
+	if m := h.message(stalledSession, last.ID); m.Status != "completed" || len(m.Content) != len(big) {
+		t.Fatalf("the stalled reader's answer: status %s, %d bytes, want completed, %d", m.Status, len(m.Content), len(big))
+	}
+}
+
+// A reader that leaves is let go at the next write (an event or a
+// heartbeat); its answer goes on and is saved, and can be read again.
+func TestTheHubLetsGoOfAReaderThatLeft(t *testing.T) {
+	h := newHarness(t)
+	gate := providertest.NewGate()
+	defer gate.Release()
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("one two three four", 4), Hold: gate, HoldAfter: 2})
+	session := h.createSession()
+	conn := postRaw(t, h.srv.Listener.Addr().String(), "/api/v1/sessions/"+session+"/messages", `{"content":"Count to four."}`)
+	readUntil(t, conn, "event: answer.delta")
+	waitHubLen(t, h, 1)
+	conn.Close()
+	gate.Release()
+	waitHubLen(t, h, 0)
+	msgs := h.messages(session)
+	id := msgs[len(msgs)-1].ID
+	h.waitDone(id)
+	evs := h.open("GET", "/api/v1/streams/"+id+"?after=0", "").all()
+	if got := text(evs, eventbus.TypeAnswerDelta); got != "one two three four" || finished(t, evs).Status != eventbus.StatusCompleted {
+		t.Fatalf("read again: %q, %+v", got, finished(t, evs))
+	}
+}
