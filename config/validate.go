@@ -47,6 +47,10 @@ func Implementations(key string) []string {
 // minHeartbeat keeps heartbeats from flooding clients and proxies.
 const minHeartbeat = time.Second
 
+// MaxStreamBytes bounds stream.max_bytes: the memory store addresses a
+// stream's retained events with 32-bit offsets.
+const MaxStreamBytes = 1 << 30
+
 // minPartialSaveInterval keeps partial saves from turning every stream
 // into a steady stream of database writes.
 const minPartialSaveInterval = 100 * time.Millisecond
@@ -97,6 +101,9 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	if c.Stream.MaxBytes > MaxStreamBytes {
+		add("stream.max_bytes", "must be at most %d (1 GiB) a stream, got %d", int64(MaxStreamBytes), c.Stream.MaxBytes)
+	}
 	if c.Stream.MemoryMaxBytes < 0 {
 		add("stream.memory_max_bytes", "must be 0 (sized to the machine) or a number of bytes, got %d", c.Stream.MemoryMaxBytes)
 	} else if c.Stream.MemoryMaxBytes > 0 && c.Stream.MemoryMaxBytes < c.Stream.MaxBytes {

@@ -36,6 +36,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"max duration zero", func(c *Config) { c.Stream.MaxDuration = 0 }, "stream.max_duration", ""},
 		{"max events zero", func(c *Config) { c.Stream.MaxEvents = 0 }, "stream.max_events", "greater than 0"},
 		{"max bytes zero", func(c *Config) { c.Stream.MaxBytes = 0 }, "stream.max_bytes", ""},
+		{"max bytes over 1 GiB", func(c *Config) { c.Stream.MaxBytes = 2 << 30 }, "stream.max_bytes", "at most"},
 		{"memory max bytes negative", func(c *Config) { c.Stream.MemoryMaxBytes = -1 }, "stream.memory_max_bytes", "sized to the machine"},
 		{"memory max bytes under one stream", func(c *Config) { c.Stream.MemoryMaxBytes = 1024 }, "stream.memory_max_bytes", "at least stream.max_bytes"},
 		{"partial save deltas negative", func(c *Config) { c.Stream.PartialSaveDeltas = -1 }, "stream.partial_save_deltas", "0 (off)"},

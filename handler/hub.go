@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,13 +29,15 @@ import (
 // ready, the hub takes the connection over (hijacks it): the handler
 // returns, and the reader is a small struct woken by its subscription
 // (stream.Notifier) and written by one of a few workers. The response is
-// the same SSE stream, ended by closing the connection (Connection:
-// close) rather than by a last chunk.
+// the same SSE stream, chunked as net/http writes it: a stream that ends
+// ends with the last chunk, and one that is cut (a stalled client, a
+// shutdown past its grace) without it, which clients report as an error.
+// The connection closes after the stream (Connection: close).
 //
-// Writes never wait on a slow client: each write may take a few
-// milliseconds; what the socket does not take is kept and retried with a
-// growing pause, and a client that takes nothing for the write timeout is
-// cut, as before. A client that left is found at the next write (an
+// Writes never wait on a slow client: a write takes what the socket takes
+// at once; the rest is kept and retried after a pause that grows while
+// the client takes nothing (no event or heartbeat retries it sooner), and
+// a client that takes nothing for the write timeout is cut, as before. A client that left is found at the next write (an
 // event or a heartbeat). Streams that are not HTTP/1 connections (HTTP/2),
 // or whose store cannot notify (a replica reading another's stream from
 // Redis), or that must re-send pending approvals, keep a goroutine.
@@ -48,9 +51,10 @@ type Hub struct {
 	closed  bool
 	// draining: Drain waits; new streams keep their goroutine (the
 	// server's shutdown waits for those). drained is closed when the
-	// last stream ends.
+	// last stream ends and no hand-over is under way (taking).
 	draining bool
 	drained  chan struct{}
+	taking   int
 
 	workers sync.WaitGroup
 	stop    chan struct{}
@@ -72,10 +76,16 @@ type HubOptions struct {
 // the rest is kept for later; hubRetryMin/Max bound the pause before the
 // next attempt.
 const (
-	hubWriteWindow = 2 * time.Millisecond
+	hubWriteWindow = 500 * time.Microsecond
 	hubRetryMin    = 10 * time.Millisecond
 	hubRetryMax    = time.Second
 )
+
+// hubLinger is how long a connection whose stream ended is kept, its
+// sending side closed, before it is closed: closing a socket with unread
+// bytes from the client (the tail of a request body) resets the
+// connection, and the client could lose the last frames.
+const hubLinger = 500 * time.Millisecond
 
 // NewHub starts a hub's workers; Close stops them.
 func NewHub(opts HubOptions) *Hub {
@@ -111,6 +121,7 @@ type hubStream struct {
 	done      bool      // every record was fetched: close once out is written
 	stalled   time.Time // since when out has waited; zero when it is empty
 	retry     time.Duration
+	retryAt   time.Time    // out is not tried again before
 	lastWrite atomic.Int64 // unix nanoseconds, read by the heartbeat scan
 	ping      atomic.Bool  // the heartbeat asks for a ": ping"
 	timer     *time.Timer  // the pending retry
@@ -141,11 +152,13 @@ func (hb *Hub) take(t *streamTail) bool {
 		return false
 	}
 	hb.mu.Lock()
-	refused := hb.closed || hb.draining
-	hb.mu.Unlock()
-	if refused {
+	if hb.closed || hb.draining {
+		hb.mu.Unlock()
 		return false
 	}
+	hb.taking++ // Drain waits for it
+	hb.mu.Unlock()
+	defer hb.tookOne()
 	head := responseHead(t.c)
 	conn, rw, err := t.c.Writer.Hijack()
 	if err != nil {
@@ -157,17 +170,22 @@ func (hb *Hub) take(t *streamTail) bool {
 	// with it, for the collector.
 	_ = rw
 	s := &hubStream{hub: hb, conn: conn, sub: t.sub, id: t.id}
-	s.out = append(head, t.w.buf...)
+	s.out = beginChunk(head)
+	s.out = append(s.out, t.w.buf...)
 	t.w.buf = nil
 	s.out = appendRecords(s.out, t.recs)
+	s.out = endChunk(s.out, len(head))
 	s.done = t.done
+	if s.done {
+		s.out = append(s.out, lastChunk...)
+	}
 	if hb.opts.Metrics != nil {
 		hb.opts.Metrics.SSEWritten(len(t.recs), 0)
 	}
 	hb.mu.Lock()
 	if hb.closed {
 		hb.mu.Unlock()
-		conn.Close()
+		conn.Close() // cut: the server is closing
 		t.sub.Close()
 		return true
 	}
@@ -179,17 +197,66 @@ func (hb *Hub) take(t *streamTail) bool {
 	return true
 }
 
+// tookOne ends a hand-over (take) under way.
+func (hb *Hub) tookOne() {
+	hb.mu.Lock()
+	hb.taking--
+	hb.checkDrained()
+	hb.mu.Unlock()
+}
+
+// checkDrained closes drained once nothing is left; the caller holds mu.
+func (hb *Hub) checkDrained() {
+	if len(hb.streams) == 0 && hb.taking == 0 && hb.drained != nil {
+		close(hb.drained)
+		hb.drained = nil
+	}
+}
+
 // responseHead is the response's status line and headers, as net/http
-// would have written them, for a stream ended by closing the connection.
+// would have written them for a chunked stream on a connection that
+// closes after it.
 func responseHead(c *gin.Context) []byte {
 	h := c.Writer.Header()
 	h.Set("Connection", "close")
+	h.Set("Transfer-Encoding", "chunked")
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 200 OK\r\n")
 	_ = h.Write(&b)
 	b.WriteString("\r\n")
 	return b.Bytes()
+}
+
+// A chunk's size line goes before its data, which is appended first:
+// beginChunk leaves room for it (at most 8 hex digits and CRLF) and
+// endChunk writes it in, right before the data, and returns the chunk
+// (with what preceded the room, dst[:from]).
+const chunkRoom = 10
+
+var lastChunk = []byte("0\r\n\r\n")
+
+func beginChunk(dst []byte) []byte {
+	for range chunkRoom {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// endChunk closes the chunk begun at buf[from:]; an empty chunk (nothing
+// appended) is left out, since a zero size is the last chunk.
+func endChunk(buf []byte, from int) []byte {
+	n := len(buf) - from - chunkRoom
+	if n == 0 {
+		return buf[:from]
+	}
+	var size [16]byte
+	hex := strconv.AppendInt(size[:0], int64(n), 16)
+	start := from + chunkRoom - len(hex) - 2
+	copy(buf[start:], hex)
+	buf[start+len(hex)], buf[start+len(hex)+1] = '\r', '\n'
+	buf = append(buf, '\r', '\n')
+	return append(buf[:from], buf[start:]...) // slide it over the unused room
 }
 
 // wake queues s for a worker, unless it is queued already; a stream
@@ -261,6 +328,9 @@ func (w *hubWork) run(s *hubStream) {
 		return
 	}
 	if len(s.out) > 0 {
+		if time.Now().Before(s.retryAt) {
+			return // its retry timer runs it: a stalled client costs no write per event
+		}
 		if !s.write(s.out) {
 			return
 		}
@@ -268,26 +338,31 @@ func (w *hubWork) run(s *hubStream) {
 	if !s.done {
 		var err error
 		w.recs, s.done, err = s.sub.Fetch(w.recs[:0])
+		w.buf = beginChunk(w.buf[:0])
 		switch {
 		case errors.Is(err, stream.ErrExpired):
 			// This reader fell behind the retained window.
 			s.done = true
-			w.buf = appendResync(w.buf[:0], s.id)
+			w.buf = appendResync(w.buf, s.id)
 		case err != nil:
 			if !errors.Is(err, stream.ErrClosed) {
 				s.hub.opts.Logger.Warn("stream read ended", zap.String("stream_id", s.id), zap.Error(err))
 			}
-			s.end()
+			s.end(false)
 			return
 		default:
-			w.buf = appendRecords(w.buf[:0], w.recs)
+			w.buf = appendRecords(w.buf, w.recs)
 			if m := s.hub.opts.Metrics; m != nil && len(w.recs) > 0 {
 				m.SSEWritten(len(w.recs), 0)
 			}
 		}
 		clear(w.recs) // the records' data is not kept past this run
-		if len(w.buf) == 0 && s.ping.Swap(false) {
+		if len(w.buf) == chunkRoom && s.ping.Swap(false) {
 			w.buf = append(w.buf, ": ping\n\n"...)
+		}
+		w.buf = endChunk(w.buf, 0)
+		if s.done {
+			w.buf = append(w.buf, lastChunk...)
 		}
 		if len(w.buf) > 0 && !s.write(w.buf) {
 			w.shrink()
@@ -296,7 +371,7 @@ func (w *hubWork) run(s *hubStream) {
 		w.shrink()
 	}
 	if s.done && len(s.out) == 0 {
-		s.end()
+		s.end(true)
 	}
 }
 
@@ -325,12 +400,12 @@ func (s *hubStream) write(p []byte) bool {
 		if cap(s.out) > 4<<10 {
 			s.out = nil
 		}
-		s.stalled, s.retry = time.Time{}, 0
+		s.stalled, s.retry, s.retryAt = time.Time{}, 0, time.Time{}
 		s.lastWrite.Store(now.UnixNano())
 		return true
 	}
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		s.end() // the client left
+		s.end(false) // the client left
 		return false
 	}
 	rest := p[n:]
@@ -340,14 +415,15 @@ func (s *hubStream) write(p []byte) bool {
 		s.out = append(s.out[:0], rest...)
 	}
 	if n > 0 || s.stalled.IsZero() {
-		s.stalled = now
+		s.stalled, s.retry = now, 0 // it takes something: try again soon
 		s.lastWrite.Store(now.UnixNano())
 	}
 	if now.Sub(s.stalled) >= s.hub.opts.WriteTimeout() {
-		s.end() // took nothing for the write timeout: cut, as a stalled reader always was
+		s.end(false) // took nothing for the write timeout: cut, as a stalled reader always was
 		return false
 	}
 	s.retry = min(max(2*s.retry, hubRetryMin), hubRetryMax)
+	s.retryAt = now.Add(s.retry)
 	if s.timer == nil {
 		s.timer = time.AfterFunc(s.retry, s.wake)
 	} else {
@@ -357,8 +433,10 @@ func (s *hubStream) write(p []byte) bool {
 }
 
 // end closes the connection and the subscription, once; the worker that
-// runs s calls it (or Close, once no worker runs).
-func (s *hubStream) end() {
+// runs s calls it (or Close, once no worker runs). A stream written to
+// its end (whole) lingers with its sending side closed (hubLinger); one
+// that is cut closes at once.
+func (s *hubStream) end(whole bool) {
 	if s.ended {
 		return
 	}
@@ -367,16 +445,17 @@ func (s *hubStream) end() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.conn.Close()
+	if cw, ok := s.conn.(interface{ CloseWrite() error }); whole && ok && cw.CloseWrite() == nil {
+		time.AfterFunc(hubLinger, func() { s.conn.Close() })
+	} else {
+		s.conn.Close()
+	}
 	s.sub.Close()
 	s.out = nil
 	hb := s.hub
 	hb.mu.Lock()
 	delete(hb.streams, s)
-	if len(hb.streams) == 0 && hb.drained != nil {
-		close(hb.drained)
-		hb.drained = nil
-	}
+	hb.checkDrained()
 	hb.mu.Unlock()
 }
 
@@ -422,7 +501,7 @@ func (hb *Hub) Len() int {
 func (hb *Hub) Drain(ctx context.Context) {
 	hb.mu.Lock()
 	hb.draining = true
-	if len(hb.streams) == 0 {
+	if len(hb.streams) == 0 && hb.taking == 0 {
 		hb.mu.Unlock()
 		return
 	}
@@ -459,6 +538,6 @@ func (hb *Hub) Close() {
 	hb.queue = nil
 	hb.mu.Unlock()
 	for _, s := range left {
-		s.end()
+		s.end(false)
 	}
 }

@@ -97,3 +97,28 @@ func TestTheHubLetsGoOfAReaderThatLeft(t *testing.T) {
 		t.Fatalf("read again: %q, %+v", got, finished(t, evs))
 	}
 }
+
+// A stream the hub writes is chunked as net/http's are: one that ends
+// ends cleanly, and one that is cut (here the hub closing under it, as at
+// a shutdown past its grace) shows the client an error, not a clean end.
+func TestAHubStreamEndsCleanlyAndACutShows(t *testing.T) {
+	h := newHarness(t)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("All of it.", 3)})
+	resp := h.do(ctxTimeout(t), "POST", "/api/v1/sessions/"+h.createSession()+"/messages", `{"content":"Say it all."}`)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(body), "event: stream.finished") || len(resp.TransferEncoding) == 0 {
+		t.Fatalf("a whole stream: %v, chunked %v, finished %v", err, resp.TransferEncoding, strings.Contains(string(body), "event: stream.finished"))
+	}
+
+	gate := providertest.NewGate()
+	defer gate.Release()
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("one two three four", 4), Hold: gate, HoldAfter: 2})
+	s := h.ask(h.createSession(), "Count to four.")
+	s.until(func(e event) bool { return e.Type == eventbus.TypeAnswerDelta })
+	waitHubLen(t, h, 1)
+	h.app.Hub().Close()
+	if _, err := io.ReadAll(s.resp.Body); err == nil {
+		t.Fatal("a cut stream read as a whole one")
+	}
+}

@@ -29,6 +29,7 @@ func (o *MemoryOptions) defaults() {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 8 << 20
 	}
+	o.MaxBytes = min(o.MaxBytes, maxStreamBytes)
 	if o.MaxTotalBytes <= 0 {
 		o.MaxTotalBytes = AutoMaxTotalBytes()
 	}
@@ -348,7 +349,7 @@ func (m *Memory) sweep(now time.Time) {
 		if expired {
 			st.closed = true
 			m.total.Add(-st.cost())
-			st.log, st.offs, st.head, st.shared, st.bytes = nil, nil, 0, nil, 0 // cost 0 from now on: an eviction racing this cannot count it twice
+			st.log, st.offs, st.head, st.shared, st.sharedGone, st.bytes = nil, nil, 0, nil, 0, 0 // cost 0 from now on: an eviction racing this cannot count it twice
 			st.wake()
 		}
 		st.mu.Unlock()

@@ -36,6 +36,10 @@ const (
 	packedShared = 2
 )
 
+// maxStreamBytes bounds MaxBytes: offsets are 32 bits, and a log holds
+// at most about twice what it retains before it is compacted.
+const maxStreamBytes = 1 << 30
+
 // largeRecord is the size from which a record's data is kept as the
 // caller's slice rather than copied into the log.
 const largeRecord = 1 << 10
@@ -54,9 +58,9 @@ const maxTypeNames = 1024
 // ref returns type's number, or 0 if it must be written inline.
 func (t *typeNames) ref(name string) uint64 {
 	t.mu.RLock()
-	k := t.index[name]
+	k, full := t.index[name], len(t.names) >= maxTypeNames
 	t.mu.RUnlock()
-	if k != 0 {
+	if k != 0 || full {
 		return k
 	}
 	t.mu.Lock()
