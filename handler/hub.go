@@ -489,7 +489,7 @@ func (hb *Hub) heartbeats() {
 	}
 }
 
-// Len is the number of streams the hub serves (metrics and tests).
+// Len is the number of streams the hub serves (tests look at it).
 func (hb *Hub) Len() int {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
