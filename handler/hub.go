@@ -38,7 +38,7 @@ import (
 // at once; the rest is kept and retried after a pause that grows while
 // the client takes nothing (no event or heartbeat retries it sooner), and
 // a client that takes nothing for the write timeout is cut, as before. A client that left is found at the next write (an
-// event or a heartbeat). Streams that are not HTTP/1 connections (HTTP/2),
+// event or a heartbeat). Streams that are not HTTP/1.1 connections,
 // or whose store cannot notify (a replica reading another's stream from
 // Redis), or that must re-send pending approvals, keep a goroutine.
 type Hub struct {
@@ -148,7 +148,9 @@ func (hb *Hub) take(t *streamTail) bool {
 	if !ok {
 		return false
 	}
-	if _, ok := uw.Unwrap().(http.Hijacker); !ok || t.c.Request.ProtoMajor != 1 {
+	// HTTP/1.1 only: HTTP/2 cannot be hijacked, and an HTTP/1.0 client
+	// knows no chunks.
+	if _, ok := uw.Unwrap().(http.Hijacker); !ok || t.c.Request.ProtoMajor != 1 || t.c.Request.ProtoMinor < 1 {
 		return false
 	}
 	hb.mu.Lock()

@@ -122,3 +122,27 @@ func TestAHubStreamEndsCleanlyAndACutShows(t *testing.T) {
 		t.Fatal("a cut stream read as a whole one")
 	}
 }
+
+// An HTTP/1.0 client, which knows no chunks, is answered by its handler
+// as net/http answers it: the stream, then the connection closes.
+func TestAnHTTP10ReaderGetsAStreamWithoutChunks(t *testing.T) {
+	h := newHarness(t)
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Plain and whole.", 3)})
+	conn, err := net.Dial("tcp", h.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"content":"Answer an old client."}`
+	_, _ = io.WriteString(conn, "POST /api/v1/sessions/"+h.createSession()+"/messages HTTP/1.0\r\nHost: chatpipe\r\n"+
+		"Content-Type: application/json\r\nContent-Length: "+itoa(int64(len(body)))+"\r\n\r\n"+body)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rest, _ := strings.Cut(string(resp), "\r\n\r\n")
+	if strings.Contains(strings.ToLower(head), "chunked") || !strings.Contains(rest, "data: {\"seq\":") || !strings.Contains(rest, "event: stream.finished") {
+		t.Fatalf("HTTP/1.0 answer:\n%s\n\n%.300s", head, rest)
+	}
+}
