@@ -519,7 +519,12 @@ func (a *App) ServeListener(ctx context.Context, ln net.Listener) error {
 		httpDone <- srv.Shutdown(hctx)
 	}()
 	a.runs.Shutdown(grace)
-	a.hub.Drain(grace)  // readers the hub serves get the end of their answers
+	// Every answer has ended (the grace may be used up by now): the
+	// readers the hub serves get their last frames, as the handlers
+	// srv.Shutdown waits for get the same 5 s past the grace.
+	drain, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	a.hub.Drain(drain)
+	dcancel()
 	a.jobs.Close(grace) // titles and summaries still being written get what is left of the grace
 	if err := <-httpDone; err != nil {
 		_ = srv.Close()
