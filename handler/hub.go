@@ -162,15 +162,14 @@ func (hb *Hub) take(t *streamTail) bool {
 	hb.mu.Unlock()
 	defer hb.tookOne()
 	head := responseHead(t.c)
-	conn, rw, err := t.c.Writer.Hijack()
+	// What the client sent past the request (in the returned reader) is
+	// never read: the connection closes when the stream ends, and
+	// net/http's buffers go to the collector.
+	conn, _, err := t.c.Writer.Hijack()
 	if err != nil {
 		// Nothing was written; net/http still owns the connection.
 		return false
 	}
-	// What the client sent past the request (rw) is never read: the
-	// connection closes when the stream ends. net/http's buffers are left
-	// with it, for the collector.
-	_ = rw
 	s := &hubStream{hub: hb, conn: conn, sub: t.sub, id: t.id}
 	s.out = beginChunk(head)
 	s.out = append(s.out, t.w.buf...)

@@ -236,20 +236,19 @@ func (st *memStream) entry(types *typeNames, i int) packedEntry {
 }
 
 // unpack appends the records of entries from i on (seq the first's) to
-// buf. Events are written back into one new array for the batch (data
-// returned stays immutable); other data is shared with the log or with
-// the caller that appended it. The caller holds st.mu.
+// buf. Events are written back into one new array for the batch, sized
+// from the log (data returned stays immutable: should the array grow,
+// records already cut from it keep the old one); other data is shared
+// with the log or with the caller that appended it. The caller holds
+// st.mu.
 func (st *memStream) unpack(types *typeNames, buf []Record, i int, seq int64) []Record {
-	size := 0
-	for j, s := i, seq; j < len(st.offs); j, s = j+1, s+1 {
-		if e := st.entry(types, j); e.kind == packedEvent {
-			size += eventLen(s, e.typ, st.qid, e.ts, e.data)
-		}
+	n := len(st.offs) - i
+	if n <= 0 {
+		return buf
 	}
-	var out []byte
-	if size > 0 {
-		out = make([]byte, 0, size)
-	}
+	// Each event gets back its prefix: the literals, two numbers, its
+	// type and the stream id; its rest is at most its entry.
+	out := make([]byte, 0, len(st.log)-int(st.offs[i])+n*(96+len(st.qid)))
 	for ; i < len(st.offs); i, seq = i+1, seq+1 {
 		e := st.entry(types, i)
 		data := e.data
@@ -261,11 +260,4 @@ func (st *memStream) unpack(types *typeNames, buf []Record, i int, seq int64) []
 		buf = append(buf, Record{Seq: seq, Type: e.typ, Data: data})
 	}
 	return buf
-}
-
-// eventLen is the length writeEvent writes.
-func eventLen(seq int64, typ string, qid []byte, ts int64, rest []byte) int {
-	var num [20]byte
-	return len(`{"seq":,"type":"","stream_id":"","ts":`) + len(strconv.AppendInt(num[:0], seq, 10)) +
-		len(typ) + len(qid) + len(strconv.AppendInt(num[:0], ts, 10)) + len(rest)
 }
