@@ -73,10 +73,6 @@ func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
 	return out
 }
 
-// uploadExtensions are the text file types an upload may have; the files
-// the document parser reads are added by knowledge.IsFile.
-var uploadExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
-
 type addDocumentRequest struct {
 	Title   string `json:"title"`
 	Content string `json:"content"`
@@ -194,7 +190,7 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 		case "file":
 			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 			ext := strings.ToLower(path.Ext(name))
-			if ext != "" && !uploadExtensions[ext] && !knowledge.IsFile(name) {
+			if !knowledge.AcceptedName(name) {
 				return req, shared, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
 					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
 			}
@@ -206,20 +202,20 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 				}
 				return req, shared, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
 			}
-			if isFileUpload(name, ext, data) {
-				if int64(len(data)) > fileLimit {
-					return req, shared, fileTooLarge(fileLimit)
-				}
-				req.File, req.Source, gotFile = data, name, true
-				break
+			upload, err := knowledge.FileRequest(name, data)
+			if err != nil { // the name was accepted above; kept for safety
+				return req, shared, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
+					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
 			}
-			if int64(len(data)) > limit {
+			switch {
+			case upload.File != nil && int64(len(data)) > fileLimit:
+				return req, shared, fileTooLarge(fileLimit)
+			case upload.File == nil && int64(len(data)) > limit:
 				return req, shared, tooLarge(limit)
+			case upload.File == nil && ext == "":
+				upload.MediaType = part.Header.Get("Content-Type")
 			}
-			req.Content, req.Source, gotFile = string(data), name, true
-			if ct := part.Header.Get("Content-Type"); ext == "" {
-				req.MediaType = ct
-			}
+			req.File, req.Content, req.MediaType, req.Source, gotFile = upload.File, upload.Content, upload.MediaType, upload.Source, true
 		case "title":
 			data, _ := io.ReadAll(io.LimitReader(part, 4096))
 			req.Title = strings.TrimSpace(string(data))

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
-	"github.com/chatpipe/chatpipe/internal/knowledge"
 )
 
 // This file is the part of uploads that reads files (PDF, DOCX, PPTX,
@@ -19,15 +17,6 @@ import (
 
 // supportedUploads names the accepted types in messages.
 const supportedUploads = ".pdf, .docx, .pptx, .xlsx, .csv, .txt, .md or .html"
-
-// isFileUpload reports whether an upload goes to the document parser: by
-// its extension, or, without one, by its content (a PDF or a ZIP package).
-func isFileUpload(name, ext string, data []byte) bool {
-	if ext != "" {
-		return knowledge.IsFile(name)
-	}
-	return bytes.HasPrefix(data, []byte("%PDF-")) || bytes.HasPrefix(data, []byte("PK\x03\x04"))
-}
 
 // fileUploadError maps a document parser's refusal to a response, or
 // returns nil when err is not one. The parser's message is written for

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,8 +31,9 @@ const evalTopK = 50
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cfgPath := FlagSet("eval", stderr)
 	questions := fs.String("questions", "", "TSV file: question<TAB>expected document titles or ids separated by |")
-	docs := fs.String("docs", "", "ingest this folder's .md, .txt and .html files into a temporary knowledge base "+
-		"(title = file name without extension) and evaluate on it instead of the configured one")
+	docs := fs.String("docs", "", "ingest this folder's files (every type an upload takes: PDF, DOCX, PPTX, XLSX, CSV, "+
+		"text, Markdown, HTML) into a temporary knowledge base (title = file name without extension) and evaluate on it "+
+		"instead of the configured one")
 	tenant := fs.String("tenant", knowledge.DefaultTenant, "tenant whose documents are searched")
 	verbose := fs.Bool("v", false, "list every question whose first document is not an expected one")
 	if err := fs.Parse(args); err != nil {
@@ -74,11 +74,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer svc.Close()
 	if *docs != "" {
-		n, err := ingestFolder(ctx, svc, *docs, *tenant)
+		n, err := ingestFolder(ctx, svc, *docs, *tenant, stderr)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "ingested %d documents from %s\n", n, *docs)
+	}
+	if err := warnUnknownLabels(ctx, svc, *tenant, qs, stderr); err != nil {
+		return err
 	}
 	results, err := evaluate(ctx, svc, cfg, *tenant, qs)
 	if err != nil {
@@ -135,33 +138,76 @@ func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, t
 	return results, nil
 }
 
-// ingestFolder adds every .md, .markdown, .txt, .html and .htm file under
-// dir, titled by its file name without the extension.
-func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string) (int, error) {
+// ingestFolder adds every file under dir (hidden ones skipped, as by
+// chatpipe ingest) that an upload would take, read as an upload is
+// (knowledge.FileRequest) and titled by its file name without the
+// extension, so that the questions can name it. A file that cannot be
+// ingested is reported on warn, not fatal: the evaluation runs on the
+// rest.
+func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string, warn io.Writer) (int, error) {
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		if err == nil {
+			err = errors.New("not a folder")
+		}
+		return 0, fmt.Errorf("-docs %s: %s", dir, describePathError(err))
+	}
+	files, walkErrs := collectFiles([]string{dir})
+	for _, e := range walkErrs {
+		fmt.Fprintf(warn, "skipped %s: %s\n", e.path, e.reason)
+	}
 	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	for _, f := range files {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			fmt.Fprintf(warn, "skipped %s: %s\n", f.path, describePathError(err))
+			continue
 		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".md", ".markdown", ".txt", ".html", ".htm":
-		default:
-			return nil
+		req, err := knowledge.FileRequest(f.name, data)
+		if err == nil {
+			req.TenantID, req.Title = tenant, strings.TrimSuffix(f.name, filepath.Ext(f.name))
+			var doc knowledge.Document
+			doc, err = svc.Ingest(ctx, req)
+			if errors.Is(err, knowledge.ErrDuplicate) {
+				fmt.Fprintf(warn, "skipped %s: the same content as %q\n", f.path, doc.Title)
+				continue
+			}
 		}
-		content, err := os.ReadFile(p)
+		if ctx.Err() != nil {
+			return n, context.Cause(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(warn, "skipped %s: %s\n", f.path, refusalReason(err))
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+// warnUnknownLabels tells which expected documents of the questions name
+// no document of the knowledge base (by title or id): a typo there would
+// otherwise only show as a miss.
+func warnUnknownLabels(ctx context.Context, svc *knowledge.Service, tenant string, qs []eval.Question, warn io.Writer) error {
+	known := map[string]bool{}
+	for offset := 0; ; {
+		docs, total, err := svc.Documents(ctx, tenant, 500, offset)
 		if err != nil {
 			return err
 		}
-		title := strings.TrimSuffix(d.Name(), filepath.Ext(d.Name()))
-		_, err = svc.Ingest(ctx, knowledge.IngestRequest{TenantID: tenant, Title: title, Content: string(content), Source: d.Name()})
-		switch {
-		case errors.Is(err, knowledge.ErrDuplicate):
-			return nil
-		case err != nil:
-			return fmt.Errorf("%s: %w", p, err)
+		for _, d := range docs {
+			known[d.Title], known[d.ID] = true, true
 		}
-		n++
-		return nil
-	})
-	return n, err
+		offset += len(docs)
+		if len(docs) == 0 || offset >= total {
+			break
+		}
+	}
+	for _, q := range qs {
+		for _, w := range q.Want {
+			if !known[w] {
+				fmt.Fprintf(warn, "warning: line %d names %q, which is no document's title or id: that question can only miss\n", q.Line, w)
+			}
+		}
+	}
+	return nil
 }

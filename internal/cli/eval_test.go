@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
 )
 
 // chatpipe eval on a fixture whose figures are worked out by hand. Keyword
@@ -54,3 +56,42 @@ func TestEvalRefusesAQuestionsFileWithoutExpectedDocuments(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// -docs reads every type an upload takes (a PDF here), says which files it
+// skipped and why, and warns of an expected document that does not exist.
+func TestEvalReadsAFolderAsUploadsAndWarnsOfUnknownLabels(t *testing.T) {
+	dir := t.TempDir()
+	docs := dir + "/docs"
+	if err := os.Mkdir(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"manual.pdf": string(docparsetest.PDF(t, "Unpacking the crate.", "The gyroscope needs calibration every spring.")),
+		"notes.md":   "# Notes\n\nThe kettle whistles when the water boils.",
+		"tool.exe":   "MZ\x90\x00",
+	} {
+		if err := writeFile(docs+"/"+name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeFile(dir+"/q.tsv", "when to calibrate the gyroscope\tmanual\nwhy does the kettle whistle\tKettle notes\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", docs}, &out, &errOut); err != nil {
+		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
+	}
+	for _, want := range []string{"ingested 2 documents", "keyword                 2 0.500 0.500 0.500 0.500"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{
+		"skipped " + docs + "/tool.exe: unsupported document type: .exe files are not read",
+		`warning: line 2 names "Kettle notes", which is no document's title or id`,
+	} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}

@@ -103,7 +103,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *shared {
 			owner, addedBy = knowledge.SharedTenant, *tenant
 		}
-		in = &localIngester{svc: svc, tenant: owner, addedBy: addedBy, limit: cfg.Knowledge.MaxUploadBytes}
+		in = &localIngester{svc: svc, tenant: owner, addedBy: addedBy,
+			limit: max(cfg.Knowledge.MaxUploadBytes, cfg.Knowledge.MaxFileBytes)}
 	}
 
 	files, walkErrs := collectFiles(fs.Args())
@@ -143,7 +144,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // ingestFile reads and ingests one file, drawing its progress bar.
 func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (fileOutcome, string) {
 	if limit := in.maxBytes(); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("too large: %d bytes, the limit is %d (knowledge.max_upload_bytes)", f.size, limit)
+		return outcomeRefused, fmt.Sprintf("too large: %d bytes, the limit is %d (knowledge.max_upload_bytes, knowledge.max_file_bytes)", f.size, limit)
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
@@ -217,19 +218,26 @@ func describePathError(err error) string {
 	return err.Error()
 }
 
-// localIngester ingests through the knowledge service, in this process.
+// localIngester ingests through the knowledge service, in this process,
+// reading each file as an upload of it would be read
+// (knowledge.FileRequest).
 type localIngester struct {
 	svc     *knowledge.Service
 	tenant  string
 	addedBy string
-	limit   int64
+	limit   int64 // the larger of the text and file limits: the service applies the right one
 }
 
 func (l *localIngester) maxBytes() int64 { return l.limit }
 
 func (l *localIngester) ingest(ctx context.Context, _, name string, data []byte, progress func(float64, string)) (fileOutcome, string, error) {
-	doc, err := l.svc.Ingest(ctx, knowledge.IngestRequest{TenantID: l.tenant, AddedBy: l.addedBy, Content: string(data), Source: name,
-		Progress: func(p knowledge.Progress) { progress(progressFraction(p, l.svc.Embedding())) }})
+	req, err := knowledge.FileRequest(name, data)
+	if err != nil {
+		return outcomeRefused, refusalReason(err), nil
+	}
+	req.TenantID, req.AddedBy = l.tenant, l.addedBy
+	req.Progress = func(p knowledge.Progress) { progress(progressFraction(p, l.svc.Embedding())) }
+	doc, err := l.svc.Ingest(ctx, req)
 	switch {
 	case errors.Is(err, knowledge.ErrDuplicate):
 		return outcomeDuplicate, fmt.Sprintf("same content as %q, %s", doc.Title, doc.ID), nil

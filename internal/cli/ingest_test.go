@@ -17,6 +17,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/cli"
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
@@ -84,7 +85,7 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 		"ingested   " + filepath.Join(dir, "sub", "deeper", "c.html"),
 		"refused    " + filepath.Join(dir, "empty.txt") + ": document is empty",
 		"refused    " + filepath.Join(dir, "image.png") + ":",
-		"refused    " + filepath.Join(dir, "big.md") + ": too large",
+		"refused    " + filepath.Join(dir, "big.md") + ": document is too large: ",
 		"chatpipe ingest: 3 of 7 files refused",
 	} {
 		if !strings.Contains(out, want) {
@@ -125,6 +126,68 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 	if code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "missing.md")); code != 1 ||
 		!strings.Contains(out, "no such file or directory") {
 		t.Errorf("a missing path: exit %d\n%s", code, out)
+	}
+}
+
+// Without -server, files are read as an upload of them is: a PDF by
+// pages, a DOCX by headings, a CSV as rows under its header; a type no
+// upload takes is refused as such.
+func TestIngestThroughTheStoreReadsDocumentsAsAnUploadDoes(t *testing.T) {
+	root := t.TempDir()
+	dbPath := filepath.Join(root, "chatpipe.db")
+	cfgPath := filepath.Join(root, "config.yaml")
+	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
+		"\nknowledge:\n  sample_docs: false\n  max_upload_bytes: 4096\n"})
+	dir := filepath.Join(root, "docs")
+	manual := docparsetest.PDF(t, "Unpacking the crate.", "Charging the battery.", "The gyroscope needs calibration every spring.")
+	writeTree(t, dir, map[string]string{
+		"manual.pdf":      string(manual),
+		"copy/manual.pdf": string(manual),
+		"guide.docx":      string(docparsetest.DOCX(t, "Install guide", docparsetest.Para{Level: 1, Text: "Mounting the flux bracket"}, docparsetest.Para{Text: "Tighten the quokka bolts by hand."})),
+		"people.csv":      "Name,City,Fruit\nAda,Lisbon,quince\nBo,Oslo,medlar\n",
+		"tool.exe":        "MZ\x90\x00",
+		"broken.pdf":      "%PDF-1.7 cut short",
+	})
+
+	code, out := runIngest(t, "-config", cfgPath, dir)
+	for _, want := range []string{
+		"3 ingested, 1 skipped as duplicates, 2 refused",
+		"refused    " + filepath.Join(dir, "tool.exe") + ": unsupported document type: .exe files are not read",
+		"refused    " + filepath.Join(dir, "broken.pdf") + ": ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit code %d, want 1\n%s", code, out)
+	}
+
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.OpenKnowledge(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	search := func(q string) retrieval.SearchHit {
+		t.Helper()
+		res, err := svc.Search(context.Background(), retrieval.SearchRequest{Query: q})
+		if err != nil || len(res.Hits) == 0 {
+			t.Fatalf("search %q = %+v, %v", q, res.Hits, err)
+		}
+		return res.Hits[0]
+	}
+	if h := search("gyroscope calibration"); h.Page != 3 {
+		t.Errorf("the PDF's page 3: %+v", h)
+	}
+	if h := search("quokka bolts"); h.Heading != "Mounting the flux bracket" || h.Title != "Install guide" {
+		t.Errorf("the DOCX's heading: %+v", h)
+	}
+	if h := search("medlar"); !strings.Contains(h.Content, "Name | City | Fruit") {
+		t.Errorf("the CSV row lacks its header: %+v", h)
 	}
 }
 

@@ -1,9 +1,12 @@
 package knowledge
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
 )
@@ -20,6 +23,44 @@ type parsedFile struct {
 // IsFile reports whether a file of this name is read by docparse (and so
 // goes in IngestRequest.File) rather than taken as text.
 func IsFile(name string) bool { return docparse.Supported(name) }
+
+// textExtensions are the extensions of the text files an upload may be;
+// the formats docparse reads are the others (IsFile).
+var textExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
+
+// AcceptedName reports whether a file of this name may be uploaded: a
+// text type, a format docparse reads, or no extension at all (its content
+// decides, see FileRequest).
+func AcceptedName(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == "" || textExtensions[ext] || IsFile(name)
+}
+
+// IsFileUpload reports whether an upload named name goes to the document
+// parser: by its extension, or, without one, by its content (a PDF or a
+// ZIP package).
+func IsFileUpload(name string, data []byte) bool {
+	if path.Ext(name) != "" {
+		return IsFile(name)
+	}
+	return bytes.HasPrefix(data, []byte("%PDF-")) || bytes.HasPrefix(data, []byte("PK\x03\x04"))
+}
+
+// FileRequest is the IngestRequest of a file's bytes, named name: a format
+// docparse reads goes in File, text in Content, as an upload's; an
+// extension that is neither is ErrUnsupportedType. Every way a file
+// reaches the knowledge base (an upload, chatpipe ingest, chatpipe eval)
+// goes through it, so each accepts and reads the same files.
+func FileRequest(name string, data []byte) (IngestRequest, error) {
+	if !AcceptedName(name) {
+		return IngestRequest{}, fmt.Errorf("%w: %s files are not read (use PDF, DOCX, PPTX, XLSX, CSV, text, Markdown or HTML)",
+			ErrUnsupportedType, strings.ToLower(path.Ext(name)))
+	}
+	if IsFileUpload(name, data) {
+		return IngestRequest{File: data, Source: name}, nil
+	}
+	return IngestRequest{Content: string(data), Source: name}, nil
+}
 
 // isFileMedia reports whether a stored media type is one of the parsed
 // file formats (its upload is kept as the file's bytes, not as text).
