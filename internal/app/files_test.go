@@ -214,6 +214,8 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "password"},
 		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
 		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
+		{"small zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), 413, "document_too_large", "zip bomb"},
+		{"DOCX whose part holds more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), 422, "corrupt_document", "declares"},
 		{"DOCX that is a ZIP of photos", "report.docx", docparsetest.Zip(t, [2]string{"photos/classified.txt", "classified lighthouse budget"}), 422, "corrupt_document", "ZIP archive of something else"},
 		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 1024)...), 422, "encrypted_document", "password"},
 		{"PDF over knowledge.max_file_bytes", "huge.pdf", big, 413, "document_too_large", "knowledge.max_file_bytes"},
@@ -279,5 +281,26 @@ func TestLargePDFIsIngestedInTheBackgroundWithPageProgress(t *testing.T) {
 	hit, ok := h.hitOf("seals northern rocks", doc.ID)
 	if !ok || hit.Page != 3 {
 		t.Fatalf("search after ready: found %v, hit %+v; want page 3", ok, hit)
+	}
+}
+
+// A zip bomb large enough for the background is refused at once, from
+// its ZIP directory, like a small one: never stored as a processing
+// document that can only fail.
+func TestAZipBombIsRefusedAtOnceNotQueued(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	bomb := docparsetest.ZipBomb(t, 8<<20)
+	if len(bomb) <= 100 {
+		t.Fatalf("the bomb is %d bytes: not over background_bytes", len(bomb))
+	}
+	var e handler.ErrorBody
+	if code := h.uploadFile("bomb.docx", bomb, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != "document_too_large" ||
+		!strings.Contains(e.Error.Message, "zip bomb") {
+		t.Fatalf("upload: %d %+v; want 413 document_too_large", code, e.Error)
+	}
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total != 0 {
+		t.Fatalf("%d documents stored from a refused upload", list.Total)
 	}
 }

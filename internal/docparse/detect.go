@@ -71,11 +71,15 @@ func detectOOXML(ext, byExt string, data []byte) (string, error) {
 		}
 	}
 	if found == "" {
-		what := strings.TrimPrefix(ext, ".")
 		if byExt == "" || byExt == MediaCSV || byExt == MediaPDF {
 			return "", failf(ErrUnsupported, "the file is a ZIP archive, not a Word, PowerPoint or Excel document")
 		}
-		return "", failf(ErrCorrupt, "the file is named .%s but is a ZIP archive of something else, not a %s document", what, kindName(byExt))
+		return "", failf(ErrCorrupt, "the file is named %s but is a ZIP archive of something else, not a %s document", ext, kindName(byExt))
+	}
+	// A zip bomb is refused here, before any of it is stored or queued
+	// for a background ingest.
+	if err := checkEntries(zr.File, Options{}); err != nil {
+		return "", err
 	}
 	return found, nil
 }

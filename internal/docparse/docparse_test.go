@@ -228,6 +228,8 @@ func TestParseRefusesBadFilesWithAReason(t *testing.T) {
 		{"not a PDF", "fake.pdf", []byte("hello, I am text"), docparse.Options{}, docparse.ErrCorrupt, "not a PDF"},
 		{"zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 4<<20), docparse.Options{MaxUncompressedBytes: 1 << 20}, docparse.ErrTooLarge, "zip bomb"},
 		{"zip bomb with a lying header", "bomb.docx", docparsetest.LyingZipBomb(t), docparse.Options{}, docparse.ErrTooLarge, "zip bomb"},
+		{"zip bomb within the size limit (a thousand times its size)", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), docparse.Options{}, docparse.ErrTooLarge, "more than 100 times its size (a zip bomb?)"},
+		{"part holding more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), docparse.Options{}, docparse.ErrCorrupt, "declares 10 bytes but holds 12000"},
 		{"too many entries", "many.docx", docparsetest.Zip(t, append(manyEntries, [2]string{"word/document.xml", "<a/>"})...), docparse.Options{MaxEntries: 10}, docparse.ErrTooLarge, "parts"},
 		{"DOCX that is a ZIP of something else", "report.docx", docparsetest.Zip(t, [2]string{"photos/cat.jpg", "meow"}), docparse.Options{}, docparse.ErrCorrupt, "ZIP archive of something else"},
 		{"DOCX with broken XML", "broken.docx", docparsetest.Zip(t, [2]string{"word/document.xml", "<w:document><w:body"}), docparse.Options{}, docparse.ErrCorrupt, "damaged"},

@@ -1,9 +1,10 @@
 package docparse
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -21,14 +22,17 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 	if err != nil {
 		return nil, err
 	}
-	body, err := p.read("word/document.xml")
-	if err != nil {
-		return nil, err
-	}
 	styles, err := readWordStyles(p)
 	if err != nil {
 		return nil, err
 	}
+	// The body is read as it unpacks, never whole: it may be hundreds of
+	// megabytes.
+	body, err := p.open("word/document.xml")
+	if err != nil || body == nil {
+		return nil, cmp.Or(err, failf(ErrCorrupt, "the file is damaged: word/document.xml is missing"))
+	}
+	defer body.Close()
 	w := &wordWalker{styles: styles}
 	if err := w.walk(ctx, body); err != nil {
 		return nil, err
@@ -104,8 +108,8 @@ type wordWalker struct {
 	depth     int             // table nesting depth
 }
 
-func (w *wordWalker) walk(ctx context.Context, data []byte) error {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
+	dec := xml.NewDecoder(r)
 	inText := false
 	for n := 0; ; n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
@@ -116,6 +120,9 @@ func (w *wordWalker) walk(ctx context.Context, data []byte) error {
 			return nil
 		}
 		if err != nil {
+			if errors.Is(err, ErrCorrupt) { // from the entry's reader
+				return err
+			}
 			return failf(ErrCorrupt, "the file is damaged: word/document.xml is not valid XML (%v)", err)
 		}
 		switch t := tok.(type) {

@@ -1,9 +1,9 @@
 package docparse
 
 import (
-	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"sort"
 	"strconv"
@@ -33,15 +33,19 @@ func parsePPTX(ctx context.Context, data []byte, opts Options) (*Document, error
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		xmlData, err := p.read(name)
+		slide, err := p.open(name)
 		if err != nil {
 			return nil, err
 		}
-		if xmlData == nil {
+		if slide == nil {
 			return nil, failf(ErrCorrupt, "the file is damaged: slide %d (%s) is missing", i+1, name)
 		}
-		title, blocks, err := readSlide(xmlData)
-		if err != nil {
+		title, blocks, err := readSlide(slide)
+		slide.Close()
+		switch {
+		case errors.Is(err, ErrCorrupt): // from the entry's reader
+			return nil, err
+		case err != nil:
 			return nil, failf(ErrCorrupt, "the file is damaged: slide %d is not valid XML (%v)", i+1, err)
 		}
 		if len(blocks) > 0 || title != "" {
@@ -99,8 +103,8 @@ func slideOrder(p *pkg) ([]string, error) {
 }
 
 // readSlide returns a slide's title and its other text blocks in order.
-func readSlide(data []byte) (title string, blocks []string, err error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+func readSlide(r io.Reader) (title string, blocks []string, err error) {
+	dec := xml.NewDecoder(r)
 	var (
 		para                strings.Builder
 		inText, isTitle     bool

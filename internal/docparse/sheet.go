@@ -12,6 +12,10 @@ import (
 	"github.com/xuri/excelize/v2"
 )
 
+// sheetInMemoryBytes is the largest sheet XML read in memory (excelize's
+// own default).
+const sheetInMemoryBytes = 16 << 20
+
 // parseXLSX reads every sheet in workbook order with excelize (the
 // maintained pure-Go Excel library): the first non-empty row of a sheet
 // is its header, the other rows its text, one section per sheet named
@@ -23,9 +27,12 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 	if err != nil {
 		return nil, err
 	}
+	// A sheet larger than sheetInMemoryBytes is unpacked to a temporary
+	// file that excelize streams rows from (and removes at Close), not
+	// held in memory.
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
 		UnzipSizeLimit:    opts.maxUncompressed(),
-		UnzipXMLSizeLimit: opts.maxUncompressed(),
+		UnzipXMLSizeLimit: min(sheetInMemoryBytes, opts.maxUncompressed()),
 	})
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: the workbook cannot be read (%v)", err)

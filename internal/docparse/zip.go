@@ -14,33 +14,71 @@ type pkg struct {
 	names []string // in archive order
 }
 
-// openPackage checks the entry count and the declared uncompressed sizes
-// before anything is inflated. archive/zip refuses to inflate an entry
-// beyond its declared size, so a lying header cannot get past the check.
+// maxInflateRatio is the most an entry of more than minRatioCheckBytes
+// may unpack to per byte it takes in the archive. Office XML compresses
+// about 5 to 20 times, and rarely beyond 50 even when very repetitive;
+// a zip bomb compresses about a thousand times (deflate's limit is 1032),
+// so that its small file would make the parser read hundreds of
+// megabytes. The same rule as Apache POI's (ZipSecureFile, 1/100).
+const (
+	maxInflateRatio    = 100
+	minRatioCheckBytes = 1 << 20
+)
+
+// openPackage checks the entry count and the declared sizes (checkEntries)
+// before anything is inflated; read then refuses an entry that unpacks to
+// more than it declared, so a lying header cannot get past the check.
 func openPackage(data []byte, opts Options) (*pkg, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: not a valid ZIP package (%v)", err)
 	}
-	if n := len(zr.File); n > opts.maxEntries() {
-		return nil, failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
+	if err := checkEntries(zr.File, opts); err != nil {
+		return nil, err
 	}
-	var total uint64
 	p := &pkg{files: make(map[string]*zip.File, len(zr.File))}
 	for _, f := range zr.File {
-		total += f.UncompressedSize64
-		if total > uint64(opts.maxUncompressed()) {
-			return nil, failf(ErrTooLarge, "the file unpacks to more than %d bytes, the limit (a zip bomb?)", opts.maxUncompressed())
-		}
 		p.files[f.Name] = f
 		p.names = append(p.names, f.Name)
 	}
 	return p, nil
 }
 
-// read returns an entry's content, or nil and no error when the package
-// has no such entry.
-func (p *pkg) read(name string) ([]byte, error) {
+// checkEntries refuses a package with too many entries, too large a total
+// declared size, or an entry that declares it unpacks far beyond its
+// compressed size: the signs of a zip bomb, read from the central
+// directory alone.
+func checkEntries(files []*zip.File, opts Options) error {
+	if n := len(files); n > opts.maxEntries() {
+		return failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
+	}
+	var total uint64
+	for _, f := range files {
+		total += f.UncompressedSize64
+		if total > uint64(opts.maxUncompressed()) {
+			return failf(ErrTooLarge, "the file unpacks to more than %d bytes, the limit (a zip bomb?)", opts.maxUncompressed())
+		}
+		// Deflate grows incompressible data by a few bytes per 64 KiB
+		// block at most, and a stored entry not at all: more compressed
+		// bytes than that is a header that understates what the entry
+		// unpacks to (some readers, excelize's among them, would then
+		// read a cut part as a whole one).
+		if f.CompressedSize64 > f.UncompressedSize64+f.UncompressedSize64/1024+1024 {
+			return failf(ErrCorrupt, "the file is damaged: its part %s declares %d bytes but holds %d compressed",
+				f.Name, f.UncompressedSize64, f.CompressedSize64)
+		}
+		if f.UncompressedSize64 > minRatioCheckBytes && f.UncompressedSize64 > maxInflateRatio*f.CompressedSize64 {
+			return failf(ErrTooLarge, "its part %s unpacks to %d bytes from %d, more than %d times its size (a zip bomb?)",
+				f.Name, f.UncompressedSize64, f.CompressedSize64, maxInflateRatio)
+		}
+	}
+	return nil
+}
+
+// open returns a reader of an entry's content, or nil and no error when
+// the package has no such entry. Reading more than the entry declared is
+// ErrCorrupt.
+func (p *pkg) open(name string) (io.ReadCloser, error) {
 	f := p.files[name]
 	if f == nil {
 		return nil, nil
@@ -49,16 +87,50 @@ func (p *pkg) read(name string) ([]byte, error) {
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: cannot open %s (%v)", name, err)
 	}
+	return &entryReader{rc: rc, name: name, left: int64(f.UncompressedSize64)}, nil
+}
+
+// read returns an entry's content, or nil and no error when the package
+// has no such entry.
+func (p *pkg) read(name string) ([]byte, error) {
+	rc, err := p.open(name)
+	if err != nil || rc == nil {
+		return nil, err
+	}
 	defer rc.Close()
-	// The declared size was checked; +1 catches a reader that ignores it.
-	data, err := io.ReadAll(io.LimitReader(rc, int64(f.UncompressedSize64)+1))
+	data, err := io.ReadAll(rc)
 	if err != nil {
-		// Reading from memory, every error is the file's: a bad checksum,
-		// a corrupt deflate stream, an entry cut short.
-		return nil, failf(ErrCorrupt, "the file is damaged or truncated: %s cannot be unpacked (%v)", name, err)
+		return nil, err
 	}
 	return data, nil
 }
+
+// entryReader reads one entry, refusing more bytes than it declared and
+// naming the entry in its errors (all the file's fault: reading from
+// memory, an error is a bad checksum, a corrupt deflate stream, an entry
+// cut short or one longer than it says).
+type entryReader struct {
+	rc   io.ReadCloser
+	name string
+	left int64 // bytes the entry may still yield
+}
+
+func (r *entryReader) Read(b []byte) (int, error) {
+	if r.left < 0 {
+		return 0, failf(ErrCorrupt, "the file is damaged: %s holds more than its declared size", r.name)
+	}
+	n, err := r.rc.Read(b[:min(int64(len(b)), r.left+1)])
+	r.left -= int64(n)
+	switch {
+	case r.left < 0:
+		return 0, failf(ErrCorrupt, "the file is damaged: %s holds more than its declared size", r.name)
+	case err != nil && err != io.EOF:
+		return n, failf(ErrCorrupt, "the file is damaged or truncated: %s cannot be unpacked (%v)", r.name, err)
+	}
+	return n, err
+}
+
+func (r *entryReader) Close() error { return r.rc.Close() }
 
 // rels reads the relationships of a part: id → target part name.
 func (p *pkg) rels(part string) (map[string]string, error) {

@@ -158,3 +158,24 @@ func LyingZipBomb(t testing.TB) []byte {
 	}
 	return buf.Bytes()
 }
+
+// UnderstatedZip is a DOCX-looking package whose document part declares
+// far fewer bytes than it holds: a header that lies the other way.
+func UnderstatedZip(t testing.TB) []byte {
+	t.Helper()
+	body := bytes.Repeat([]byte("<w:p/>"), 2000)
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	fw, err := w.CreateRaw(&zip.FileHeader{Name: "word/document.xml", Method: zip.Store,
+		CompressedSize64: uint64(len(body)), UncompressedSize64: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
