@@ -304,3 +304,29 @@ func TestAZipBombIsRefusedAtOnceNotQueued(t *testing.T) {
 		t.Fatalf("%d documents stored from a refused upload", list.Total)
 	}
 }
+
+// The same large file sent again is a duplicate at once, while its first
+// upload is being ingested and once it is ready: 200 with the document,
+// never a second document that can only fail.
+func TestTheSameLargeFileAgainIsADuplicateBeforeItIsParsed(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.", "Seals rest on the northern rocks.")
+	var first, again handler.DocumentJSON
+	if code := h.uploadFile("lighthouse.pdf", pdf, &first); code != http.StatusAccepted {
+		t.Fatalf("first upload: %d %+v; want 202", code, first)
+	}
+	if code := h.uploadFile("copy.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("the same file again while processing: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
+	}
+	h.waitDocument(first.ID, hasStatus("ready"))
+	again = handler.DocumentJSON{}
+	if code := h.uploadFile("lighthouse.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID ||
+		again.Status != "ready" {
+		t.Fatalf("the same file once ready: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
+	}
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total != 1 {
+		t.Fatalf("%d documents; want the one", list.Total)
+	}
+}

@@ -123,9 +123,20 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	if err != nil || mediaType == "" {
 		return Document{}, err
 	}
+	fileHash := ""
 	if req.File == nil {
 		if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
 			return existing, err
+		}
+	} else {
+		// The same file, being ingested or ingested: known before it is
+		// parsed. (The same text from another file is found once parsed.)
+		fileHash = FileHash(req.File)
+		switch existing, err := s.store.DocumentByFileHash(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); {
+		case err == nil:
+			return existing, ErrDuplicate
+		case !errors.Is(err, ErrNotFound):
+			return Document{}, err
 		}
 	}
 	select {
@@ -140,6 +151,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		Title:     strings.Join(strings.Fields(req.Title), " "),
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
+		FileHash:  fileHash,
 	}, upload)
 	if err != nil {
 		<-bg.slots

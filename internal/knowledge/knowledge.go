@@ -60,10 +60,14 @@ type Document struct {
 	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML, or a docparse one)
 	Content     string // the indexed text (for HTML, the extracted text); empty in listings
 	ContentHash string // ContentHash(Content): a tenant's documents are unique by it
-	Bytes       int    // len(Content)
-	Chunks      int    // number of chunks
-	Embedded    bool   // every chunk has an embedding (false: keyword search only)
-	CreatedAt   time.Time
+	// FileHash is FileHash of the file a background ingest was given
+	// (BeginDocument stores it; DocumentByFileHash finds it); "" for text
+	// and for documents added at once. Not read back with a document.
+	FileHash  string
+	Bytes     int  // len(Content)
+	Chunks    int  // number of chunks
+	Embedded  bool // every chunk has an embedding (false: keyword search only)
+	CreatedAt time.Time
 
 	// Status is StatusReady for a searchable document; StatusProcessing
 	// while a background ingest runs (no content, no chunks yet) and
@@ -130,6 +134,10 @@ type Store interface {
 	// DocumentByHash returns the tenant's document whose ContentHash is
 	// hash, or ErrNotFound.
 	DocumentByHash(ctx context.Context, tenantID, hash string) (Document, error)
+	// DocumentByFileHash returns the tenant's processing or ready
+	// document begun with this FileHash (a failed one is not), or
+	// ErrNotFound.
+	DocumentByFileHash(ctx context.Context, tenantID, hash string) (Document, error)
 	// Documents lists the tenant's documents newest first, without their
 	// content, and the number the tenant has.
 	Documents(ctx context.Context, tenantID string, limit, offset int) (docs []Document, total int, err error)
@@ -162,7 +170,7 @@ type Store interface {
 	// suite's data is small enough for every store to be exact on it.
 	VectorSearch(ctx context.Context, tenantID string, vector []float32, limit int) ([]Hit, error)
 	// BeginDocument stores doc (ID, TenantID, Title, Source, MediaType,
-	// AddedBy) as StatusProcessing with no content and no chunks, keeping
+	// AddedBy, FileHash) as StatusProcessing with no content and no chunks, keeping
 	// upload until FinishDocument or FailDocument so that an interrupted
 	// ingest can start again. It is listed but never searched and is no
 	// duplicate of anything; the version does not change.
@@ -200,6 +208,13 @@ type Store interface {
 	Version(ctx context.Context) (int64, error)
 	// Close releases the store. Calling it again returns the first result.
 	Close() error
+}
+
+// FileHash is the hex SHA-256 of an uploaded file's bytes: the identity of
+// a file before it is parsed (see Store.DocumentByFileHash).
+func FileHash(file []byte) string {
+	sum := sha256.Sum256(file)
+	return hex.EncodeToString(sum[:])
 }
 
 // ContentHash is the hex SHA-256 of content: the identity a tenant's

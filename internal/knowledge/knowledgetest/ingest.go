@@ -187,4 +187,47 @@ var ingestTests = []test{
 			t.Errorf("AddedBy of an own document = %q, %v; want its tenant", d.AddedBy, err)
 		}
 	}},
+
+	{"AFileHashFindsItsProcessingAndReadyDocumentNotAFailedOneNorAnotherTenants", func(t *testing.T, s knowledge.Store) {
+		file := []byte("%PDF-1.7 the same file twice")
+		h := knowledge.FileHash(file)
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", TenantID: "acme", Source: "a.pdf", FileHash: h}, file); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		text, chunks := newDoc("t1", "Text", "added at once")
+		text.TenantID = "acme"
+		add(t, s, text, chunks) // no file hash
+		if d, err := s.DocumentByFileHash(t.Context(), "acme", h); err != nil || d.ID != "p1" || d.Status != knowledge.StatusProcessing {
+			t.Errorf("DocumentByFileHash while processing = %+v, %v; want p1", d, err)
+		}
+		for _, c := range []struct{ tenant, hash string }{{"beta", h}, {"acme", ""}, {"acme", knowledge.FileHash([]byte("other"))}} {
+			if d, err := s.DocumentByFileHash(t.Context(), c.tenant, c.hash); !errors.Is(err, knowledge.ErrNotFound) {
+				t.Errorf("DocumentByFileHash(%q, %q) = %+v, %v; want ErrNotFound", c.tenant, c.hash, d, err)
+			}
+		}
+		doc, chunks := newDoc("p1", "Manual", "gyroscope calibration")
+		if _, err := s.FinishDocument(t.Context(), doc, chunks); err != nil {
+			t.Fatalf("FinishDocument: %v", err)
+		}
+		if d, err := s.DocumentByFileHash(t.Context(), "acme", h); err != nil || d.ID != "p1" || d.Status != knowledge.StatusReady {
+			t.Errorf("DocumentByFileHash once ready = %+v, %v; want p1 ready", d, err)
+		}
+		// A failed ingest of a file is no duplicate of it: it may be sent again.
+		other := []byte("%PDF-1.7 a file that fails")
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p2", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		if err := s.FailDocument(t.Context(), "p2", "no text"); err != nil {
+			t.Fatalf("FailDocument: %v", err)
+		}
+		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(other)); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("DocumentByFileHash of a failed ingest = %+v, %v; want ErrNotFound", d, err)
+		}
+		if err := s.DeleteDocument(t.Context(), "p1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DocumentByFileHash(t.Context(), "acme", h); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("DocumentByFileHash after delete: %v; want ErrNotFound", err)
+		}
+	}},
 }

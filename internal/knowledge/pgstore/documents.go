@@ -183,6 +183,19 @@ func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (know
 	return d, nil
 }
 
+// DocumentByFileHash returns the tenant's processing or ready document
+// begun with the given file hash.
+func (s *Store) DocumentByFileHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
+	d, err := scanDocument(s.pool.QueryRow(ctx,
+		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
+			WHERE tenant_id = $1 AND file_hash = $2 AND file_hash <> '' AND COALESCE(status, 'ready') <> 'failed' LIMIT 1`,
+		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
+	if err != nil {
+		return knowledge.Document{}, fmt.Errorf("knowledge: document with file hash %s: %w", hash, err)
+	}
+	return d, nil
+}
+
 // Documents lists the tenant's documents newest first, without content.
 // The count and the page come from one snapshot.
 func (s *Store) Documents(ctx context.Context, tenantID string, limit, offset int) ([]knowledge.Document, int, error) {

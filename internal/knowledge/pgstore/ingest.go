@@ -35,9 +35,10 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 	doc.CreatedAt = s.clock.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
-			VALUES ($1, $2, $3, $4, $5, '', $6, 0, 0, false, $7, $8)`,
-			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.ContentHash, doc.CreatedAt, addedBy(doc)); err != nil {
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by, file_hash)
+			VALUES ($1, $2, $3, $4, $5, '', $6, 0, 0, false, $7, $8, $9)`,
+			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.ContentHash, doc.CreatedAt, addedBy(doc),
+			doc.FileHash); err != nil {
 			if pgdb.IsUniqueViolation(err) {
 				return knowledge.ErrAlreadyExists
 			}

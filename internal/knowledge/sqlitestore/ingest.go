@@ -31,9 +31,10 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
 		doc.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
-			VALUES (?, ?, ?, ?, ?, '', ?, 0, 0, 0, ?, ?)`,
-			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.ContentHash, sqlitedb.FormatTime(now), addedBy(doc)); err != nil {
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by, file_hash)
+			VALUES (?, ?, ?, ?, ?, '', ?, 0, 0, 0, ?, ?, ?)`,
+			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.ContentHash, sqlitedb.FormatTime(now), addedBy(doc),
+			doc.FileHash); err != nil {
 			if sqlitedb.IsUniqueViolation(err) {
 				return 0, knowledge.ErrAlreadyExists
 			}
