@@ -77,8 +77,8 @@ func detectOOXML(ext, byExt string, data []byte) (string, error) {
 		return "", failf(ErrCorrupt, "the file is named %s but is a ZIP archive of something else, not a %s document", ext, kindName(byExt))
 	}
 	// A zip bomb is refused here, before any of it is stored or queued
-	// for a background ingest.
-	if err := checkEntries(zr.File, Options{}); err != nil {
+	// for a background ingest (the limits of Options are Parse's).
+	if err := checkParts(zr.File); err != nil {
 		return "", err
 	}
 	return found, nil

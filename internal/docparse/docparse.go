@@ -5,7 +5,9 @@
 // and no external program at run time.
 //
 // Every parser treats its input as hostile: ZIP-based formats are bounded
-// in entry count and uncompressed size (zip bombs), and a panic in a
+// in entry count and uncompressed size, and an XML part that would unpack
+// to more than 500 times its compressed size is refused (zip bombs); a
+// part is never read beyond the size it declares; a panic in a
 // third-party reader on a malformed file becomes ErrCorrupt.
 package docparse
 
@@ -30,7 +32,9 @@ var (
 	// ErrUnsupported: the format is not one docparse reads.
 	ErrUnsupported = errors.New("unsupported file format")
 	// ErrTooLarge: unpacking the file would exceed the limits in Options
-	// (uncompressed size or number of entries of a ZIP-based format).
+	// (uncompressed size or number of entries of a ZIP-based format), or
+	// one of its XML parts is compressed like a zip bomb (more than 500
+	// times).
 	ErrTooLarge = errors.New("the file unpacks to more than the allowed size")
 )
 

@@ -1,8 +1,11 @@
 package docparse_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -228,8 +231,9 @@ func TestParseRefusesBadFilesWithAReason(t *testing.T) {
 		{"not a PDF", "fake.pdf", []byte("hello, I am text"), docparse.Options{}, docparse.ErrCorrupt, "not a PDF"},
 		{"zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 4<<20), docparse.Options{MaxUncompressedBytes: 1 << 20}, docparse.ErrTooLarge, "zip bomb"},
 		{"zip bomb with a lying header", "bomb.docx", docparsetest.LyingZipBomb(t), docparse.Options{}, docparse.ErrTooLarge, "zip bomb"},
-		{"zip bomb within the size limit (a thousand times its size)", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), docparse.Options{}, docparse.ErrTooLarge, "more than 100 times its size (a zip bomb?)"},
-		{"part holding more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), docparse.Options{}, docparse.ErrCorrupt, "declares 10 bytes but holds 12000"},
+		{"zip bomb within the size limit (a thousand times its size)", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), docparse.Options{}, docparse.ErrTooLarge, "more than 500 times its size (a zip bomb?)"},
+		{"part holding more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), docparse.Options{}, docparse.ErrCorrupt, "declares 10 bytes but holds 12.0 KB"},
+		{"XLSX sheet cut short by its header", "cut.xlsx", understatedSheet(t), docparse.Options{}, docparse.ErrCorrupt, "holds more than its declared size"},
 		{"too many entries", "many.docx", docparsetest.Zip(t, append(manyEntries, [2]string{"word/document.xml", "<a/>"})...), docparse.Options{MaxEntries: 10}, docparse.ErrTooLarge, "parts"},
 		{"DOCX that is a ZIP of something else", "report.docx", docparsetest.Zip(t, [2]string{"photos/cat.jpg", "meow"}), docparse.Options{}, docparse.ErrCorrupt, "ZIP archive of something else"},
 		{"DOCX with broken XML", "broken.docx", docparsetest.Zip(t, [2]string{"word/document.xml", "<w:document><w:body"}), docparse.Options{}, docparse.ErrCorrupt, "damaged"},
@@ -307,4 +311,89 @@ func BenchmarkParsePDF200Pages(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "pages/s")
+}
+
+// understatedSheet is a workbook whose sheet declares a third of its size,
+// still more than it takes compressed: only unpacking it tells.
+func understatedSheet(t *testing.T) []byte {
+	rows := [][]any{{"Name", "Note"}}
+	for i := range 3000 {
+		rows = append(rows, []any{fmt.Sprintf("row %d", i), fmt.Sprintf("note number %d of the sheet", i*7919%10007)})
+	}
+	book := docparsetest.XLSX(t, docparsetest.Sheet{Name: "Notes", Rows: rows})
+	zr, err := zip.NewReader(bytes.NewReader(book), int64(len(book)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "xl/worksheets/sheet1.xml" {
+			if f.UncompressedSize64/3 <= f.CompressedSize64*2 {
+				t.Fatalf("sheet %d bytes from %d: not compressible enough for the test", f.UncompressedSize64, f.CompressedSize64)
+			}
+			return docparsetest.Understate(t, book, f.Name, f.UncompressedSize64/3)
+		}
+	}
+	t.Fatal("no sheet1.xml in the workbook")
+	return nil
+}
+
+// An image compresses as well as a bomb, but is never unpacked: a DOCX
+// holding a plain bitmap is read.
+func TestAPackageWithAHighlyCompressibleImageIsRead(t *testing.T) {
+	base := docparsetest.DOCX(t, "Photo report", docparsetest.Para{Text: "The white wall photographed."})
+	zr, err := zip.NewReader(bytes.NewReader(base), int64(len(base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		if err := w.Copy(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fw, err := w.Create("word/media/image1.bmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Write(bytes.Repeat([]byte{0xFF}, 3<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := docparse.Parse(context.Background(), "report.docx", buf.Bytes(), docparse.Options{})
+	if err != nil || !strings.Contains(doc.Text(), "white wall") {
+		t.Fatalf("Parse = %+v, %v", doc, err)
+	}
+}
+
+// A sheet over excelize's in-memory size is unpacked to a temporary
+// folder, which the parse removes.
+func TestALargeSheetLeavesNoTemporaryFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var sheet strings.Builder
+	sheet.WriteString(`<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`)
+	sheet.WriteString(`<row r="1"><c r="A1" t="inlineStr"><is><t>Item</t></is></c><c r="B1" t="inlineStr"><is><t>Remark</t></is></c></row>`)
+	for r := 2; sheet.Len() < 17<<20; r++ {
+		fmt.Fprintf(&sheet, `<row r="%d"><c r="A%d" t="inlineStr"><is><t>item %d</t></is></c><c r="B%d" t="inlineStr"><is><t>remark %d about the item</t></is></c></row>`,
+			r, r, r, r, r*31%997)
+	}
+	sheet.WriteString(`</sheetData></worksheet>`)
+	book := docparsetest.Zip(t,
+		[2]string{"[Content_Types].xml", `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`},
+		[2]string{"_rels/.rels", `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
+		[2]string{"xl/workbook.xml", `<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Stock" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		[2]string{"xl/_rels/workbook.xml.rels", `<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`},
+		[2]string{"xl/worksheets/sheet1.xml", sheet.String()},
+	)
+	doc, err := docparse.Parse(context.Background(), "stock.xlsx", book, docparse.Options{})
+	if err != nil || len(doc.Sections) != 1 || doc.Sections[0].Header != "Item | Remark" {
+		t.Fatalf("Parse: %v", err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("the parse left %v in the temporary folder (%v)", left, err)
+	}
 }

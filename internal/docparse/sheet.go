@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -27,17 +29,33 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 	if err != nil {
 		return nil, err
 	}
+	// excelize reads parts without checking them (a cut or corrupt part
+	// would read as a shorter sheet), so each XML part is unpacked through
+	// our checked reader first, into nothing: one more pass, no memory.
+	for _, name := range p.names {
+		if err := p.verify(name); err != nil {
+			return nil, err
+		}
+	}
 	// A sheet larger than sheetInMemoryBytes is unpacked to a temporary
-	// file that excelize streams rows from (and removes at Close), not
-	// held in memory.
+	// file that excelize streams rows from, not held in memory; the
+	// folder goes with the parse, whatever excelize leaves there.
+	tmp, err := os.MkdirTemp("", "chatpipe-xlsx-")
+	if err != nil {
+		return nil, fmt.Errorf("docparse: temporary folder for a workbook: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
 		UnzipSizeLimit:    opts.maxUncompressed(),
 		UnzipXMLSizeLimit: min(sheetInMemoryBytes, opts.maxUncompressed()),
+		TmpDir:            tmp,
 	})
+	if f != nil {
+		defer f.Close()
+	}
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: the workbook cannot be read (%v)", err)
 	}
-	defer f.Close()
 	sheets := f.GetSheetList()
 	doc := &Document{Title: p.coreTitle()}
 	for i, name := range sheets {

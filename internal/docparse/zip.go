@@ -3,6 +3,8 @@ package docparse
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -14,26 +16,40 @@ type pkg struct {
 	names []string // in archive order
 }
 
-// maxInflateRatio is the most an entry of more than minRatioCheckBytes
-// may unpack to per byte it takes in the archive. Office XML compresses
-// about 5 to 20 times, and rarely beyond 50 even when very repetitive;
-// a zip bomb compresses about a thousand times (deflate's limit is 1032),
-// so that its small file would make the parser read hundreds of
-// megabytes. The same rule as Apache POI's (ZipSecureFile, 1/100).
+// maxInflateRatio is the most a part that is read (XML: the text, its
+// styles, its relationships) of more than minRatioCheckBytes may unpack
+// to per byte it takes in the archive. Office XML compresses about 5 to
+// 20 times, and a few hundred times when very repetitive (thousands of
+// identical empty table rows or styles); a zip bomb compresses about a
+// thousand times (deflate's limit is 1032), so that its small file would
+// make the parser read hundreds of megabytes. Media and embedded objects
+// are never unpacked, so they are not checked: a plain bitmap compresses
+// as well as a bomb.
 const (
-	maxInflateRatio    = 100
+	maxInflateRatio    = 500
 	minRatioCheckBytes = 1 << 20
 )
 
 // openPackage checks the entry count and the declared sizes (checkEntries)
-// before anything is inflated; read then refuses an entry that unpacks to
-// more than it declared, so a lying header cannot get past the check.
+// before anything is inflated; a part is then read through entryReader,
+// which refuses more than it declared, so a lying header cannot get past
+// the check.
 func openPackage(data []byte, opts Options) (*pkg, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: not a valid ZIP package (%v)", err)
 	}
-	if err := checkEntries(zr.File, opts); err != nil {
+	if n := len(zr.File); n > opts.maxEntries() {
+		return nil, failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
+	}
+	var total uint64
+	for _, f := range zr.File {
+		total += f.UncompressedSize64
+		if total > uint64(opts.maxUncompressed()) {
+			return nil, failf(ErrTooLarge, "the file unpacks to more than %s, the limit (a zip bomb?)", sizeText(opts.maxUncompressed()))
+		}
+	}
+	if err := checkParts(zr.File); err != nil {
 		return nil, err
 	}
 	p := &pkg{files: make(map[string]*zip.File, len(zr.File))}
@@ -44,35 +60,50 @@ func openPackage(data []byte, opts Options) (*pkg, error) {
 	return p, nil
 }
 
-// checkEntries refuses a package with too many entries, too large a total
-// declared size, or an entry that declares it unpacks far beyond its
-// compressed size: the signs of a zip bomb, read from the central
-// directory alone.
-func checkEntries(files []*zip.File, opts Options) error {
-	if n := len(files); n > opts.maxEntries() {
-		return failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
-	}
-	var total uint64
+// checkParts refuses a package one of whose XML parts declares that it
+// unpacks far beyond its compressed size (a zip bomb) or understates what
+// it holds: the signs read from the central directory alone, whatever
+// the limits of Options.
+func checkParts(files []*zip.File) error {
 	for _, f := range files {
-		total += f.UncompressedSize64
-		if total > uint64(opts.maxUncompressed()) {
-			return failf(ErrTooLarge, "the file unpacks to more than %d bytes, the limit (a zip bomb?)", opts.maxUncompressed())
+		if !isXMLPart(f.Name) {
+			continue
 		}
 		// Deflate grows incompressible data by a few bytes per 64 KiB
 		// block at most, and a stored entry not at all: more compressed
-		// bytes than that is a header that understates what the entry
-		// unpacks to (some readers, excelize's among them, would then
-		// read a cut part as a whole one).
+		// bytes than that is a header that understates what the part
+		// unpacks to (excelize would read such a cut part as a whole
+		// one).
 		if f.CompressedSize64 > f.UncompressedSize64+f.UncompressedSize64/1024+1024 {
-			return failf(ErrCorrupt, "the file is damaged: its part %s declares %d bytes but holds %d compressed",
-				f.Name, f.UncompressedSize64, f.CompressedSize64)
+			return failf(ErrCorrupt, "the file is damaged: its part %s declares %s but holds %s compressed",
+				f.Name, sizeText(int64(f.UncompressedSize64)), sizeText(int64(f.CompressedSize64)))
 		}
 		if f.UncompressedSize64 > minRatioCheckBytes && f.UncompressedSize64 > maxInflateRatio*f.CompressedSize64 {
-			return failf(ErrTooLarge, "its part %s unpacks to %d bytes from %d, more than %d times its size (a zip bomb?)",
-				f.Name, f.UncompressedSize64, f.CompressedSize64, maxInflateRatio)
+			return failf(ErrTooLarge, "the file's part %s unpacks to %s from %s, more than %d times its size (a zip bomb?)",
+				f.Name, sizeText(int64(f.UncompressedSize64)), sizeText(int64(f.CompressedSize64)), maxInflateRatio)
 		}
 	}
 	return nil
+}
+
+// isXMLPart reports whether a package entry is one a parser reads (XML
+// and relationships), not media or an embedded object.
+func isXMLPart(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".xml" || ext == ".rels"
+}
+
+// sizeText is a byte count as people read it: 512 bytes, 3.2 KB, 200 MB.
+func sizeText(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	case n < 1_000_000_000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
 }
 
 // open returns a reader of an entry's content, or nil and no error when
@@ -105,6 +136,21 @@ func (p *pkg) read(name string) ([]byte, error) {
 	return data, nil
 }
 
+// verify unpacks an XML part into nothing, to find a corrupt or lying one
+// before a reader that does not check is given the package.
+func (p *pkg) verify(name string) error {
+	if !isXMLPart(name) {
+		return nil
+	}
+	rc, err := p.open(name)
+	if err != nil || rc == nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
+}
+
 // entryReader reads one entry, refusing more bytes than it declared and
 // naming the entry in its errors (all the file's fault: reading from
 // memory, an error is a bad checksum, a corrupt deflate stream, an entry
@@ -122,7 +168,9 @@ func (r *entryReader) Read(b []byte) (int, error) {
 	n, err := r.rc.Read(b[:min(int64(len(b)), r.left+1)])
 	r.left -= int64(n)
 	switch {
-	case r.left < 0:
+	case r.left < 0, errors.Is(err, zip.ErrFormat):
+		// archive/zip itself stops an entry at its declared size with
+		// ErrFormat (its only use of it while reading).
 		return 0, failf(ErrCorrupt, "the file is damaged: %s holds more than its declared size", r.name)
 	case err != nil && err != io.EOF:
 		return n, failf(ErrCorrupt, "the file is damaged or truncated: %s cannot be unpacked (%v)", r.name, err)

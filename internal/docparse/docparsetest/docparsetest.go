@@ -11,6 +11,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"testing"
 
 	"github.com/go-pdf/fpdf"
@@ -173,6 +174,40 @@ func UnderstatedZip(t testing.TB) []byte {
 	}
 	if _, err := fw.Write(body); err != nil {
 		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Understate copies a ZIP package with one part's header declaring
+// declared bytes instead of its real size (its data and checksum kept): a
+// header that lies without looking like it does.
+func Understate(t testing.TB, pkg []byte, part string, declared uint64) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		raw, err := f.OpenRaw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := f.FileHeader
+		if f.Name == part {
+			h.UncompressedSize64 = declared
+		}
+		fw, err := w.CreateRaw(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(fw, raw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
