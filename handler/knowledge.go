@@ -190,9 +190,10 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 		case "file":
 			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
 			ext := strings.ToLower(path.Ext(name))
-			if !knowledge.AcceptedName(name) {
-				return req, shared, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
-					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
+			unsupported := &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
+				fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
+			if !knowledge.AcceptedName(name) { // before the body is read
+				return req, shared, unsupported
 			}
 			data, err := io.ReadAll(io.LimitReader(part, bodyLimit+1))
 			if err != nil {
@@ -203,9 +204,8 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 				return req, shared, &requestError{http.StatusBadRequest, "invalid_upload", "The uploaded file could not be read."}
 			}
 			upload, err := knowledge.FileRequest(name, data)
-			if err != nil { // the name was accepted above; kept for safety
-				return req, shared, &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
-					fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
+			if err != nil {
+				return req, shared, unsupported
 			}
 			switch {
 			case upload.File != nil && int64(len(data)) > fileLimit:

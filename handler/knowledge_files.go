@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
 )
 
 // This file is the part of uploads that reads files (PDF, DOCX, PPTX,
@@ -16,7 +17,7 @@ import (
 // is told when one cannot be read.
 
 // supportedUploads names the accepted types in messages.
-const supportedUploads = ".pdf, .docx, .pptx, .xlsx, .csv, .txt, .md or .html"
+const supportedUploads = knowledge.SupportedTypes
 
 // fileUploadError maps a document parser's refusal to a response, or
 // returns nil when err is not one. The parser's message is written for

@@ -31,9 +31,8 @@ const evalTopK = 50
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cfgPath := FlagSet("eval", stderr)
 	questions := fs.String("questions", "", "TSV file: question<TAB>expected document titles or ids separated by |")
-	docs := fs.String("docs", "", "ingest this folder's files (every type an upload takes: PDF, DOCX, PPTX, XLSX, CSV, "+
-		"text, Markdown, HTML) into a temporary knowledge base (title = file name without extension) and evaluate on it "+
-		"instead of the configured one")
+	docs := fs.String("docs", "", "ingest this folder's files (every type an upload takes: "+knowledge.SupportedTypes+
+		") into a temporary knowledge base (title = file name without extension) and evaluate on it instead of the configured one")
 	tenant := fs.String("tenant", knowledge.DefaultTenant, "tenant whose documents are searched")
 	verbose := fs.Bool("v", false, "list every question whose first document is not an expected one")
 	if err := fs.Parse(args); err != nil {
@@ -74,11 +73,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer svc.Close()
 	if *docs != "" {
-		n, err := ingestFolder(ctx, svc, *docs, *tenant, stderr)
+		n, skipped, err := ingestFolder(ctx, svc, *docs, *tenant, stderr)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "ingested %d documents from %s\n", n, *docs)
+		fmt.Fprintf(stdout, "ingested %d documents from %s", n, *docs)
+		switch {
+		case skipped == 1:
+			fmt.Fprint(stdout, " (1 file skipped: see above)")
+		case skipped > 1:
+			fmt.Fprintf(stdout, " (%d files skipped: see above)", skipped)
+		}
+		fmt.Fprintln(stdout)
 	}
 	if err := warnUnknownLabels(ctx, svc, *tenant, qs, stderr); err != nil {
 		return err
@@ -138,50 +144,54 @@ func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, t
 	return results, nil
 }
 
-// ingestFolder adds every file under dir (hidden ones skipped, as by
-// chatpipe ingest) that an upload would take, read as an upload is
-// (knowledge.FileRequest) and titled by its file name without the
-// extension, so that the questions can name it. A file that cannot be
-// ingested is reported on warn, not fatal: the evaluation runs on the
-// rest.
-func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string, warn io.Writer) (int, error) {
+// ingestFolder adds every file under dir (hidden ones skipped and
+// symbolic links not followed, as by chatpipe ingest) that an upload
+// would take, read as an upload is (knowledge.FileRequest) and titled by
+// its file name without the extension, so that the questions can name
+// it. A file the service refuses is named on warn with the reason and
+// counted as skipped; a failure of the store ends the evaluation.
+func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string, warn io.Writer) (ingested, skipped int, err error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		if err == nil {
 			err = errors.New("not a folder")
 		}
-		return 0, fmt.Errorf("-docs %s: %s", dir, describePathError(err))
+		return 0, 0, fmt.Errorf("-docs %s: %s", dir, describePathError(err))
 	}
 	files, walkErrs := collectFiles([]string{dir})
-	for _, e := range walkErrs {
-		fmt.Fprintf(warn, "skipped %s: %s\n", e.path, e.reason)
+	skip := func(path, reason string) {
+		skipped++
+		fmt.Fprintf(warn, "skipped %s: %s\n", path, reason)
 	}
-	n := 0
+	for _, e := range walkErrs {
+		skip(e.path, e.reason)
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(f.path)
 		if err != nil {
-			fmt.Fprintf(warn, "skipped %s: %s\n", f.path, describePathError(err))
+			skip(f.path, describePathError(err))
 			continue
 		}
 		req, err := knowledge.FileRequest(f.name, data)
-		if err == nil {
-			req.TenantID, req.Title = tenant, strings.TrimSuffix(f.name, filepath.Ext(f.name))
-			var doc knowledge.Document
-			doc, err = svc.Ingest(ctx, req)
-			if errors.Is(err, knowledge.ErrDuplicate) {
-				fmt.Fprintf(warn, "skipped %s: the same content as %q\n", f.path, doc.Title)
-				continue
-			}
-		}
-		if ctx.Err() != nil {
-			return n, context.Cause(ctx)
-		}
 		if err != nil {
-			fmt.Fprintf(warn, "skipped %s: %s\n", f.path, refusalReason(err))
+			skip(f.path, refusalReason(err))
 			continue
 		}
-		n++
+		req.TenantID, req.Title = tenant, strings.TrimSuffix(f.name, filepath.Ext(f.name))
+		doc, err := svc.Ingest(ctx, req)
+		switch {
+		case ctx.Err() != nil:
+			return ingested, skipped, context.Cause(ctx)
+		case errors.Is(err, knowledge.ErrDuplicate):
+			skip(f.path, fmt.Sprintf("the same content as %q", doc.Title))
+		case knowledge.IsStoreError(err):
+			return ingested, skipped, fmt.Errorf("%s: %w", f.path, err)
+		case err != nil:
+			skip(f.path, refusalReason(err))
+		default:
+			ingested++
+		}
 	}
-	return n, nil
+	return ingested, skipped, nil
 }
 
 // warnUnknownLabels tells which expected documents of the questions name

@@ -58,7 +58,9 @@ const (
 // to 1, and what it is doing.
 type ingester interface {
 	ingest(ctx context.Context, path, name string, data []byte, progress func(float64, string)) (fileOutcome, string, error)
-	maxBytes() int64 // 0: not known here (the server says)
+	// limit is the largest file of this name the service takes and the
+	// setting that says so; 0 when not known here (the server says).
+	limit(name string) (int64, string)
 }
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -104,7 +106,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			owner, addedBy = knowledge.SharedTenant, *tenant
 		}
 		in = &localIngester{svc: svc, tenant: owner, addedBy: addedBy,
-			limit: max(cfg.Knowledge.MaxUploadBytes, cfg.Knowledge.MaxFileBytes)}
+			textLimit: cfg.Knowledge.MaxUploadBytes, fileLimit: cfg.Knowledge.MaxFileBytes}
 	}
 
 	files, walkErrs := collectFiles(fs.Args())
@@ -143,8 +145,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // ingestFile reads and ingests one file, drawing its progress bar.
 func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (fileOutcome, string) {
-	if limit := in.maxBytes(); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("too large: %d bytes, the limit is %d (knowledge.max_upload_bytes, knowledge.max_file_bytes)", f.size, limit)
+	if limit, key := in.limit(f.name); limit > 0 && f.size > limit {
+		return outcomeRefused, fmt.Sprintf("too large: %d bytes, the limit is %d (%s)", f.size, limit, key)
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
@@ -225,10 +227,17 @@ type localIngester struct {
 	svc     *knowledge.Service
 	tenant  string
 	addedBy string
-	limit   int64 // the larger of the text and file limits: the service applies the right one
+	// textLimit and fileLimit: knowledge.max_upload_bytes and
+	// knowledge.max_file_bytes, checked before a file is read.
+	textLimit, fileLimit int64
 }
 
-func (l *localIngester) maxBytes() int64 { return l.limit }
+func (l *localIngester) limit(name string) (int64, string) {
+	if knowledge.IsFile(name) {
+		return l.fileLimit, "knowledge.max_file_bytes"
+	}
+	return l.textLimit, "knowledge.max_upload_bytes"
+}
 
 func (l *localIngester) ingest(ctx context.Context, _, name string, data []byte, progress func(float64, string)) (fileOutcome, string, error) {
 	req, err := knowledge.FileRequest(name, data)

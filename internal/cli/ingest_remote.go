@@ -24,7 +24,7 @@ type remoteIngester struct {
 	poll      time.Duration // between looks at a background ingest; 0 = 300 ms
 }
 
-func (r *remoteIngester) maxBytes() int64 { return 0 }
+func (r *remoteIngester) limit(string) (int64, string) { return 0, "" }
 
 // documentReply is the part of the server's document JSON used here.
 type documentReply struct {

@@ -85,7 +85,7 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 		"ingested   " + filepath.Join(dir, "sub", "deeper", "c.html"),
 		"refused    " + filepath.Join(dir, "empty.txt") + ": document is empty",
 		"refused    " + filepath.Join(dir, "image.png") + ":",
-		"refused    " + filepath.Join(dir, "big.md") + ": document is too large: ",
+		"refused    " + filepath.Join(dir, "big.md") + ": too large: 6007 bytes, the limit is 4096 (knowledge.max_upload_bytes)",
 		"chatpipe ingest: 3 of 7 files refused",
 	} {
 		if !strings.Contains(out, want) {

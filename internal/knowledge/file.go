@@ -24,6 +24,9 @@ type parsedFile struct {
 // goes in IngestRequest.File) rather than taken as text.
 func IsFile(name string) bool { return docparse.Supported(name) }
 
+// SupportedTypes names the file types an upload may be, for messages.
+const SupportedTypes = ".pdf, .docx, .pptx, .xlsx, .csv, .txt, .md or .html"
+
 // textExtensions are the extensions of the text files an upload may be;
 // the formats docparse reads are the others (IsFile).
 var textExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
@@ -36,10 +39,10 @@ func AcceptedName(name string) bool {
 	return ext == "" || textExtensions[ext] || IsFile(name)
 }
 
-// IsFileUpload reports whether an upload named name goes to the document
+// isFileUpload reports whether an upload named name goes to the document
 // parser: by its extension, or, without one, by its content (a PDF or a
 // ZIP package).
-func IsFileUpload(name string, data []byte) bool {
+func isFileUpload(name string, data []byte) bool {
 	if path.Ext(name) != "" {
 		return IsFile(name)
 	}
@@ -53,10 +56,10 @@ func IsFileUpload(name string, data []byte) bool {
 // goes through it, so each accepts and reads the same files.
 func FileRequest(name string, data []byte) (IngestRequest, error) {
 	if !AcceptedName(name) {
-		return IngestRequest{}, fmt.Errorf("%w: %s files are not read (use PDF, DOCX, PPTX, XLSX, CSV, text, Markdown or HTML)",
-			ErrUnsupportedType, strings.ToLower(path.Ext(name)))
+		return IngestRequest{}, fmt.Errorf("%w: %s files are not read (use %s files)",
+			ErrUnsupportedType, strings.ToLower(path.Ext(name)), SupportedTypes)
 	}
-	if IsFileUpload(name, data) {
+	if isFileUpload(name, data) {
 		return IngestRequest{File: data, Source: name}, nil
 	}
 	return IngestRequest{Content: string(data), Source: name}, nil

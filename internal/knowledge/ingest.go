@@ -64,6 +64,18 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 	start := time.Now()
 	report := progressReporter{notify: req.Progress}
 	cfg := s.options()
+	fileHash := ""
+	if req.File != nil && jobID == "" {
+		// The same file stored (or being ingested) already: known before
+		// it is parsed. A background job's document has its hash.
+		fileHash = FileHash(req.File)
+		switch existing, err := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); {
+		case errors.Is(err, ErrDuplicate):
+			return existing, err
+		case err != nil:
+			return Document{}, fmt.Errorf("%w: %w", errStore, err)
+		}
+	}
 	file, err := s.parseFile(ctx, req, cfg, report.pages) // nil for text (file.go)
 	if err != nil {
 		return Document{}, err
@@ -101,6 +113,7 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
 		Content:   text,
+		FileHash:  fileHash,
 	}
 	if existing, err := s.store.DocumentByHash(ctx, doc.TenantID, ContentHash(text)); err == nil {
 		return existing, ErrDuplicate
@@ -150,6 +163,12 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		stored, err = s.store.FinishDocument(ctx, doc, chunks)
 	} else {
 		stored, err = s.store.AddDocument(ctx, doc, chunks)
+		if errors.Is(err, ErrAlreadyExists) && fileHash != "" {
+			// The same file was begun meanwhile (its hash is unique).
+			if existing, ferr := s.fileDuplicate(ctx, doc.TenantID, fileHash); ferr == nil && existing.ID != "" {
+				return existing, ErrDuplicate
+			}
+		}
 	}
 	switch {
 	case errors.Is(err, ErrDuplicate) || errors.Is(err, ErrNotFound):

@@ -21,6 +21,11 @@ var ErrBusy = errors.New("too many documents are being ingested; try again short
 // ingest: the user sees a generic reason, the log the error.
 var errStore = errors.New("storing the document failed")
 
+// IsStoreError reports whether an ingest failed in the store (the
+// database), not because of the document: the caller's problem, not the
+// uploader's.
+func IsStoreError(err error) bool { return errors.Is(err, errStore) }
+
 // progressEvery bounds how often a background ingest writes its progress.
 const progressEvery = 250 * time.Millisecond
 
@@ -132,11 +137,8 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		// The same file, being ingested or ingested: known before it is
 		// parsed. (The same text from another file is found once parsed.)
 		fileHash = FileHash(req.File)
-		switch existing, err := s.store.DocumentByFileHash(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); {
-		case err == nil:
-			return existing, ErrDuplicate
-		case !errors.Is(err, ErrNotFound):
-			return Document{}, err
+		if existing, err := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); err != nil || existing.ID != "" {
+			return existing, err
 		}
 	}
 	select {
@@ -155,12 +157,32 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	}, upload)
 	if err != nil {
 		<-bg.slots
+		if errors.Is(err, ErrAlreadyExists) && fileHash != "" {
+			// The same file was begun meanwhile (its hash is unique).
+			if existing, ferr := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); ferr == nil && existing.ID != "" {
+				return existing, ErrDuplicate
+			}
+		}
 		return Document{}, err
 	}
 	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
 		zap.Int("bytes", len(upload)))
 	return doc, nil
+}
+
+// fileDuplicate returns, with ErrDuplicate, the tenant's processing or
+// ready document of the file whose FileHash is hash; a zero Document and
+// nil when there is none.
+func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Document, error) {
+	switch existing, err := s.store.DocumentByFileHash(ctx, tenantID, hash); {
+	case err == nil:
+		return existing, ErrDuplicate
+	case errors.Is(err, ErrNotFound):
+		return Document{}, nil
+	default:
+		return Document{}, err
+	}
 }
 
 // checkUpload refuses at once what a background ingest would only fail

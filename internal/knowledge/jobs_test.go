@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
@@ -139,5 +140,25 @@ func TestIngestBackgroundRefusesWhatItCanTellAtOnce(t *testing.T) {
 	}
 	if _, total, _ := svc.Documents(t.Context(), knowledge.DefaultTenant, 10, 0); total != 0 {
 		t.Errorf("%d documents stored after refusals", total)
+	}
+}
+
+// A file is one document whichever way it came first: added at once (a
+// small upload, chatpipe ingest) or in the background, the same bytes
+// again are its duplicate before they are parsed.
+func TestTheSameFileIsADuplicateWhicheverWayItCameFirst(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	svc := backgroundService(t, filepath.Join(t.TempDir(), "chatpipe.db"), srv, time.Hour)
+	defer svc.Close()
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.")
+	first, err := svc.Ingest(t.Context(), knowledge.IngestRequest{File: pdf, Source: "log.pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{File: pdf, Source: "again.pdf"}); !errors.Is(err, knowledge.ErrDuplicate) || d.ID != first.ID {
+		t.Errorf("the same file in the background: %+v, %v; want a duplicate of %s", d, err, first.ID)
+	}
+	if d, err := svc.Ingest(t.Context(), knowledge.IngestRequest{File: pdf, Source: "again.pdf"}); !errors.Is(err, knowledge.ErrDuplicate) || d.ID != first.ID {
+		t.Errorf("the same file at once: %+v, %v; want a duplicate of %s", d, err, first.ID)
 	}
 }

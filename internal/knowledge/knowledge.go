@@ -60,9 +60,10 @@ type Document struct {
 	MediaType   string // the media type it was uploaded as (MediaMarkdown, MediaPlain, MediaHTML, or a docparse one)
 	Content     string // the indexed text (for HTML, the extracted text); empty in listings
 	ContentHash string // ContentHash(Content): a tenant's documents are unique by it
-	// FileHash is FileHash of the file a background ingest was given
-	// (BeginDocument stores it; DocumentByFileHash finds it); "" for text
-	// and for documents added at once. Not read back with a document.
+	// FileHash is FileHash of the file (PDF, DOCX, ...) the document was
+	// read from, "" for text; AddDocument and BeginDocument store it, one
+	// processing or ready document per tenant and file, and
+	// DocumentByFileHash finds it. Not read back with a document.
 	FileHash  string
 	Bytes     int  // len(Content)
 	Chunks    int  // number of chunks
@@ -126,7 +127,9 @@ type Store interface {
 	// doc.ID) in one transaction, in doc.TenantID ("" = DefaultTenant).
 	// When a document of that tenant has the same content, it returns that
 	// document and ErrDuplicate and stores nothing; another tenant's
-	// document with the same content is no duplicate.
+	// document with the same content is no duplicate. A doc.FileHash that
+	// a processing or ready document of the tenant has is
+	// ErrAlreadyExists.
 	AddDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
 	// Document returns a document of any tenant with its content and
 	// TenantID, or ErrNotFound.

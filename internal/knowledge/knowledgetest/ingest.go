@@ -200,6 +200,13 @@ var ingestTests = []test{
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", h); err != nil || d.ID != "p1" || d.Status != knowledge.StatusProcessing {
 			t.Errorf("DocumentByFileHash while processing = %+v, %v; want p1", d, err)
 		}
+		// One document per tenant and file: a second begun at once is refused.
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1b", TenantID: "acme", FileHash: h}, file); !errors.Is(err, knowledge.ErrAlreadyExists) {
+			t.Errorf("a second BeginDocument of the same file: %v; want ErrAlreadyExists", err)
+		}
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1c", TenantID: "gamma", FileHash: h}, file); err != nil {
+			t.Errorf("the same file in another tenant: %v", err)
+		}
 		for _, c := range []struct{ tenant, hash string }{{"beta", h}, {"acme", ""}, {"acme", knowledge.FileHash([]byte("other"))}} {
 			if d, err := s.DocumentByFileHash(t.Context(), c.tenant, c.hash); !errors.Is(err, knowledge.ErrNotFound) {
 				t.Errorf("DocumentByFileHash(%q, %q) = %+v, %v; want ErrNotFound", c.tenant, c.hash, d, err)
@@ -222,6 +229,17 @@ var ingestTests = []test{
 		}
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(other)); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("DocumentByFileHash of a failed ingest = %+v, %v; want ErrNotFound", d, err)
+		}
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p3", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
+			t.Errorf("the failed file sent again: %v", err)
+		}
+		// A document added at once from a file is found by it too.
+		small := []byte("%PDF-1.7 a small file")
+		sdoc, schunks := newDoc("s1", "Small", "added from a small file")
+		sdoc.TenantID, sdoc.FileHash = "acme", knowledge.FileHash(small)
+		add(t, s, sdoc, schunks)
+		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(small)); err != nil || d.ID != "s1" {
+			t.Errorf("DocumentByFileHash of an added file = %+v, %v; want s1", d, err)
 		}
 		if err := s.DeleteDocument(t.Context(), "p1"); err != nil {
 			t.Fatal(err)

@@ -67,10 +67,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		doc.CreatedAt = s.clock.Now()
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by, file_hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
-			doc.Chunks, doc.Embedded, doc.CreatedAt, addedBy(doc)); err != nil {
+			doc.Chunks, doc.Embedded, doc.CreatedAt, addedBy(doc), doc.FileHash); err != nil {
 			if pgdb.IsUniqueViolation(err) {
 				return knowledge.ErrAlreadyExists
 			}
@@ -184,12 +184,12 @@ func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (know
 }
 
 // DocumentByFileHash returns the tenant's processing or ready document
-// begun with the given file hash.
+// with the given file hash (a failed ingest has given its hash up), without
+// its content.
 func (s *Store) DocumentByFileHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.pool.QueryRow(ctx,
-		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
-			WHERE tenant_id = $1 AND file_hash = $2 AND file_hash <> '' AND COALESCE(status, 'ready') <> 'failed' LIMIT 1`,
-		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
+		`SELECT `+documentColumns+` FROM `+documentsFrom+` WHERE tenant_id = $1 AND file_hash = $2 AND file_hash <> ''`,
+		cmp.Or(tenantID, knowledge.DefaultTenant), hash), false)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document with file hash %s: %w", hash, err)
 	}

@@ -82,8 +82,11 @@ func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 
 // FailDocument marks a processing document failed and drops its upload.
 func (s *Store) FailDocument(ctx context.Context, id, reason string) error {
-	return s.updateProcessing(ctx, "fail document", id, `UPDATE knowledge_ingest SET status = 'failed', error = $2, upload = NULL,
-		alive_at = $3 WHERE document_id = $1 AND status = 'processing'`, reason, s.clock.Now())
+	// The file may be sent again: it is no longer this document's.
+	return s.updateProcessing(ctx, "fail document", id, `WITH failed AS (
+			UPDATE knowledge_ingest SET status = 'failed', error = $2, upload = NULL, alive_at = $3
+			WHERE document_id = $1 AND status = 'processing' RETURNING document_id)
+		UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed)`, reason, s.clock.Now())
 }
 
 // updateProcessing runs one UPDATE of a processing document's ingest row

@@ -57,10 +57,10 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		}
 		doc.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
-			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, tenant_id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at, added_by, file_hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			doc.ID, doc.TenantID, doc.Title, doc.Source, doc.MediaType, doc.Content, doc.ContentHash, doc.Bytes,
-			doc.Chunks, doc.Embedded, sqlitedb.FormatTime(now), addedBy(doc)); err != nil {
+			doc.Chunks, doc.Embedded, sqlitedb.FormatTime(now), addedBy(doc), doc.FileHash); err != nil {
 			if sqlitedb.IsUniqueViolation(err) {
 				return 0, knowledge.ErrAlreadyExists
 			}
@@ -141,12 +141,12 @@ func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (know
 }
 
 // DocumentByFileHash returns the tenant's processing or ready document
-// begun with the given file hash.
+// with the given file hash (a failed ingest has given its hash up), without
+// its content.
 func (s *Store) DocumentByFileHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.reader.QueryRowContext(ctx,
-		`SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
-			WHERE tenant_id = ? AND file_hash = ? AND file_hash <> '' AND COALESCE(status, 'ready') <> 'failed' LIMIT 1`,
-		cmp.Or(tenantID, knowledge.DefaultTenant), hash), true)
+		`SELECT `+documentColumns+` FROM `+documentsFrom+` WHERE tenant_id = ? AND file_hash = ? AND file_hash <> ''`,
+		cmp.Or(tenantID, knowledge.DefaultTenant), hash), false)
 	if err != nil {
 		return knowledge.Document{}, fmt.Errorf("knowledge: document with file hash %s: %w", hash, err)
 	}

@@ -82,8 +82,16 @@ func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 // FailDocument marks a processing document failed and drops its upload.
 func (s *Store) FailDocument(ctx context.Context, id, reason string) error {
 	return s.updateProcessing(ctx, "fail document", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
-		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, upload = NULL, alive_at = ?
+		res, err := tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, upload = NULL, alive_at = ?
 			WHERE document_id = ? AND status = 'processing'`, reason, sqlitedb.FormatTime(now), id)
+		if err != nil {
+			return nil, err
+		}
+		// The file may be sent again: it is no longer this document's.
+		if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET file_hash = '' WHERE id = ?`, id); err != nil {
+			return nil, err
+		}
+		return res, nil
 	})
 }
 
