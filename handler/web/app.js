@@ -476,8 +476,9 @@
       var resp = await fetch('/api/v1/knowledge/documents', { method: 'POST', headers: C.headers(), body: form });
       if (!resp.ok) throw await C.errorOf(resp);
       var d = await resp.json();
-      if (resp.status === 202) {
-        ui.uploadStatus.textContent = 'Ingesting “' + (d.title || file.name) + '”…';
+      if (resp.status === 202 || (d.duplicate && d.status === 'processing')) {
+        // A new background ingest, or the same file already being ingested.
+        ui.uploadStatus.textContent = (d.duplicate ? 'Already being added: “' : 'Ingesting “') + (d.title || file.name) + '”…';
         follow(d.id, d.title || file.name);
       } else {
         ui.uploadStatus.textContent = d.duplicate ? '“' + d.title + '” is already in the knowledge base.'
