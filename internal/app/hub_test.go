@@ -48,6 +48,12 @@ func TestTheHubCutsAStalledReaderAndServesTheOthers(t *testing.T) {
 	}
 	readUntil(t, stalled, "event: stream.started") // then it reads nothing more
 	waitHubLen(t, h, 1)
+	// The big script is taken before the next one is queued: scripts go
+	// to requests in the order they reach the provider, and under load
+	// the stalled answer's model call may come after the next question's.
+	if err := h.provider.WaitRequests(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
 
 	// Meanwhile another answer streams to its end.
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("A short answer.", 3)})
