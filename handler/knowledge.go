@@ -56,9 +56,7 @@ func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
 	out := DocumentJSON{ID: d.ID, Title: d.Title, Source: d.Source, MediaType: d.MediaType, Chunks: d.Chunks,
 		Bytes: d.Bytes, Embedded: d.Embedded, CreatedAt: d.CreatedAt.UTC().Format(time.RFC3339Nano), Warning: d.Warning,
 		Status: cmp.Or(d.Status, knowledge.StatusReady), Error: d.Error, Shared: d.Shared()}
-	if out.Title == "" { // a processing document has its title once its text is read
-		out.Title = d.Source
-	}
+	out.Title = knowledge.DisplayTitle(d) // a processing document has its title once its text is read
 	if d.Status == knowledge.StatusProcessing || d.Status == knowledge.StatusFailed {
 		p := d.Progress
 		out.Progress = &ProgressJSON{PagesDone: p.PagesDone, PagesTotal: p.PagesTotal, ChunksTotal: p.ChunksTotal,

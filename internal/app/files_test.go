@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -289,44 +290,26 @@ func TestLargePDFIsIngestedInTheBackgroundWithPageProgress(t *testing.T) {
 // document that can only fail.
 func TestAZipBombIsRefusedAtOnceNotQueued(t *testing.T) {
 	h := newHarness(t, withBackgroundIngest)
-	bomb := docparsetest.ZipBomb(t, 8<<20)
-	if len(bomb) <= 100 {
-		t.Fatalf("the bomb is %d bytes: not over background_bytes", len(bomb))
+	parts := [][2]string{{"word/document.xml", "<a/>"}}
+	for i := range 10001 {
+		parts = append(parts, [2]string{fmt.Sprintf("word/part%d.xml", i), "<a/>"})
 	}
-	var e handler.ErrorBody
-	if code := h.uploadFile("bomb.docx", bomb, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != "document_too_large" ||
-		!strings.Contains(e.Error.Message, "zip bomb") {
-		t.Fatalf("upload: %d %+v; want 413 document_too_large", code, e.Error)
+	for what, bomb := range map[string][]byte{
+		"a thousand times its size": docparsetest.ZipBomb(t, 8<<20),
+		"10,002 parts":              docparsetest.Zip(t, parts...),
+	} {
+		if len(bomb) <= 100 {
+			t.Fatalf("%s: the bomb is %d bytes: not over background_bytes", what, len(bomb))
+		}
+		var e handler.ErrorBody
+		if code := h.uploadFile("bomb.docx", bomb, &e); code != http.StatusRequestEntityTooLarge || e.Error.Code != "document_too_large" ||
+			!strings.Contains(e.Error.Message, "zip bomb") {
+			t.Errorf("%s: %d %+v; want 413 document_too_large", what, code, e.Error)
+		}
 	}
 	var list struct{ Total int }
 	h.call("GET", "/api/v1/knowledge/documents", "", &list)
 	if list.Total != 0 {
-		t.Fatalf("%d documents stored from a refused upload", list.Total)
-	}
-}
-
-// The same large file sent again is a duplicate at once, while its first
-// upload is being ingested and once it is ready: 200 with the document,
-// never a second document that can only fail.
-func TestTheSameLargeFileAgainIsADuplicateBeforeItIsParsed(t *testing.T) {
-	h := newHarness(t, withBackgroundIngest)
-	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.", "Seals rest on the northern rocks.")
-	var first, again handler.DocumentJSON
-	if code := h.uploadFile("lighthouse.pdf", pdf, &first); code != http.StatusAccepted {
-		t.Fatalf("first upload: %d %+v; want 202", code, first)
-	}
-	if code := h.uploadFile("copy.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID {
-		t.Fatalf("the same file again while processing: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
-	}
-	h.waitDocument(first.ID, hasStatus("ready"))
-	again = handler.DocumentJSON{}
-	if code := h.uploadFile("lighthouse.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID ||
-		again.Status != "ready" {
-		t.Fatalf("the same file once ready: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
-	}
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 1 {
-		t.Fatalf("%d documents; want the one", list.Total)
+		t.Fatalf("%d documents stored from refused uploads", list.Total)
 	}
 }

@@ -39,7 +39,7 @@ func TestWebPageShowsIngestProgressUntilTheDocumentIsReady(t *testing.T) {
 
 	b.do("open the page", chromedp.Navigate(h.url("/")), chromedp.WaitVisible(chromedp.CSS("#upload-file")))
 	b.do("upload a large file", chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{big}), chromedp.Click(chromedp.CSS("#upload-btn")))
-	b.waitJS("the ingest under way", `document.querySelector('#upload-status').textContent.includes('Ingesting “okapi.md”') &&
+	b.waitJS("the ingest under way", `document.querySelector('#upload-status').textContent.includes('Ingesting “okapi”') &&
 		document.querySelector('#documents li[data-status="processing"] progress') !== null`)
 	// Chunked and embedding (held): the bar has moved past reading.
 	b.waitJS("the progress bar moving", `document.querySelector('#documents li[data-status="processing"] progress').value >= 0.4`)

@@ -182,7 +182,7 @@ func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant strin
 		case ctx.Err() != nil:
 			return ingested, skipped, context.Cause(ctx)
 		case errors.Is(err, knowledge.ErrDuplicate):
-			skip(f.path, fmt.Sprintf("the same content as %q", doc.Title))
+			skip(f.path, fmt.Sprintf("the same content as %q", knowledge.DisplayTitle(doc)))
 		case knowledge.IsStoreError(err):
 			return ingested, skipped, fmt.Errorf("%s: %w", f.path, err)
 		case err != nil:

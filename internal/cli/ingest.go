@@ -249,7 +249,7 @@ func (l *localIngester) ingest(ctx context.Context, _, name string, data []byte,
 	doc, err := l.svc.Ingest(ctx, req)
 	switch {
 	case errors.Is(err, knowledge.ErrDuplicate):
-		return outcomeDuplicate, fmt.Sprintf("same content as %q, %s", doc.Title, doc.ID), nil
+		return outcomeDuplicate, fmt.Sprintf("same content as %q, %s", knowledge.DisplayTitle(doc), doc.ID), nil
 	case err != nil:
 		return outcomeRefused, refusalReason(err), nil
 	}

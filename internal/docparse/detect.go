@@ -20,7 +20,15 @@ var (
 // decides the container (PDF, ZIP, OLE); inside a ZIP, the main part
 // decides between DOCX, PPTX and XLSX. CSV, which has no magic number, is
 // known by its extension.
-func Detect(name string, data []byte) (string, error) {
+//
+// A ZIP package is checked against the default limits of Options (entry
+// count, unpacked size) and for zip bombs from its directory alone, so an
+// upload is refused before it is stored or queued; DetectWithin takes
+// other limits.
+func Detect(name string, data []byte) (string, error) { return DetectWithin(name, data, Options{}) }
+
+// DetectWithin is Detect with the limits of opts.
+func DetectWithin(name string, data []byte, opts Options) (string, error) {
 	ext := strings.ToLower(path.Ext(name))
 	byExt := byExtension[ext]
 	head := data[:min(len(data), 1024)]
@@ -33,7 +41,7 @@ func Detect(name string, data []byte) (string, error) {
 		}
 		return "", failf(ErrUnsupported, "legacy Office files (.doc, .xls, .ppt) are not supported; save the file as .docx, .xlsx or .pptx")
 	case bytes.HasPrefix(data, magicZIP):
-		return detectOOXML(ext, byExt, data)
+		return detectOOXML(ext, byExt, data, opts)
 	}
 	switch byExt {
 	case MediaCSV:
@@ -51,7 +59,7 @@ func Detect(name string, data []byte) (string, error) {
 
 // detectOOXML tells a DOCX, PPTX or XLSX by its main part. Only the ZIP's
 // central directory is read here, never an entry's content.
-func detectOOXML(ext, byExt string, data []byte) (string, error) {
+func detectOOXML(ext, byExt string, data []byte, opts Options) (string, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return "", failf(ErrCorrupt, "the file is damaged: not a valid ZIP package (%v)", err)
@@ -77,8 +85,8 @@ func detectOOXML(ext, byExt string, data []byte) (string, error) {
 		return "", failf(ErrCorrupt, "the file is named %s but is a ZIP archive of something else, not a %s document", ext, kindName(byExt))
 	}
 	// A zip bomb is refused here, before any of it is stored or queued
-	// for a background ingest (the limits of Options are Parse's).
-	if err := checkParts(zr.File); err != nil {
+	// for a background ingest.
+	if err := checkEntries(zr.File, opts); err != nil {
 		return "", err
 	}
 	return found, nil

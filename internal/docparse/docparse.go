@@ -144,7 +144,7 @@ var byExtension = map[string]string{
 // (a PDF named .docx is read as a PDF), and a ZIP named .docx that is not
 // a Word document is ErrCorrupt. ctx is checked between pages.
 func Parse(ctx context.Context, name string, data []byte, opts Options) (doc *Document, err error) {
-	mediaType, err := Detect(name, data)
+	mediaType, err := DetectWithin(name, data, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -397,3 +397,23 @@ func TestALargeSheetLeavesNoTemporaryFiles(t *testing.T) {
 		t.Fatalf("the parse left %v in the temporary folder (%v)", left, err)
 	}
 }
+
+// What viewers open is read too: bytes after the last %%EOF, a PDF 2.0
+// header, a header line that goes on after the version.
+func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
+	base := docparsetest.PDF(t, "The gyroscope needs calibration every spring.")
+	v2 := bytes.Clone(base)
+	copy(v2[5:8], "2.0")
+	comment := bytes.Clone(base)
+	comment[8] = ' '
+	for what, data := range map[string][]byte{
+		"bytes after %%EOF": append(bytes.Clone(base), "\n% saved again by a mail gateway\n"...),
+		"PDF 2.0 header":    v2,
+		"header comment":    comment,
+	} {
+		doc, err := docparse.Parse(context.Background(), "manual.pdf", data, docparse.Options{})
+		if err != nil || !strings.Contains(doc.Text(), "gyroscope") {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+}

@@ -54,6 +54,11 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 		}
 	}()
 	r, err = pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		if fixed, ok := tolerate(data, err); ok {
+			r, err = pdf.NewReader(bytes.NewReader(fixed), int64(len(fixed)))
+		}
+	}
 	switch {
 	case err == nil:
 		return r, nil
@@ -64,6 +69,38 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 	}
 	return nil, failf(ErrCorrupt, "the file is damaged: the PDF cannot be read (%v)", err)
 }
+
+// tolerate gives the reader a file it refused for what viewers accept:
+// bytes after the last %%EOF (a signature, a mail gateway's line, a
+// re-save's note), and a header other than "%PDF-1.0" to "%PDF-1.7" on a
+// line of its own ("%PDF-2.0", or "%PDF-1.7" followed by a comment). The
+// fix keeps every byte's offset, so the cross-reference table still
+// points where it should. ok is false when there is nothing to fix.
+func tolerate(data []byte, err error) (fixed []byte, ok bool) {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "missing %%EOF"):
+		i := bytes.LastIndex(data, []byte("%%EOF"))
+		if i < 0 {
+			return nil, false
+		}
+		return data[:i+len("%%EOF")], true
+	case strings.Contains(msg, "invalid header"):
+		if len(data) < 9 || !pdfHeader.Match(data[:8]) {
+			return nil, false
+		}
+		fixed = bytes.Clone(data)
+		copy(fixed[5:8], "1.7")
+		if fixed[8] != '\r' && fixed[8] != '\n' {
+			fixed[8] = '\n'
+		}
+		return fixed, true
+	}
+	return nil, false
+}
+
+// pdfHeader is the start of a PDF of any version: %PDF-d.d.
+var pdfHeader = regexp.MustCompile(`^%PDF-[0-9]\.[0-9]`)
 
 func pdfTitle(r *pdf.Reader) (title string) {
 	defer func() {

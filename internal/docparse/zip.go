@@ -39,17 +39,7 @@ func openPackage(data []byte, opts Options) (*pkg, error) {
 	if err != nil {
 		return nil, failf(ErrCorrupt, "the file is damaged: not a valid ZIP package (%v)", err)
 	}
-	if n := len(zr.File); n > opts.maxEntries() {
-		return nil, failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
-	}
-	var total uint64
-	for _, f := range zr.File {
-		total += f.UncompressedSize64
-		if total > uint64(opts.maxUncompressed()) {
-			return nil, failf(ErrTooLarge, "the file unpacks to more than %s, the limit (a zip bomb?)", sizeText(opts.maxUncompressed()))
-		}
-	}
-	if err := checkParts(zr.File); err != nil {
+	if err := checkEntries(zr.File, opts); err != nil {
 		return nil, err
 	}
 	p := &pkg{files: make(map[string]*zip.File, len(zr.File))}
@@ -58,6 +48,22 @@ func openPackage(data []byte, opts Options) (*pkg, error) {
 		p.names = append(p.names, f.Name)
 	}
 	return p, nil
+}
+
+// checkEntries refuses a package over the limits of opts (entry count,
+// total unpacked size) or with a suspicious part (checkParts).
+func checkEntries(files []*zip.File, opts Options) error {
+	if n := len(files); n > opts.maxEntries() {
+		return failf(ErrTooLarge, "the file holds %d parts, more than the limit of %d (a zip bomb?)", n, opts.maxEntries())
+	}
+	var total uint64
+	for _, f := range files {
+		total += f.UncompressedSize64
+		if total > uint64(opts.maxUncompressed()) {
+			return failf(ErrTooLarge, "the file unpacks to more than %s, the limit (a zip bomb?)", sizeText(opts.maxUncompressed()))
+		}
+	}
+	return checkParts(files)
 }
 
 // checkParts refuses a package one of whose XML parts declares that it

@@ -65,6 +65,21 @@ func FileRequest(name string, data []byte) (IngestRequest, error) {
 	return IngestRequest{Content: string(data), Source: name}, nil
 }
 
+// DisplayTitle is what to call a document: its title, or, while its
+// ingest has not read one yet (processing, or failed before), its file's
+// name without the extension, which is also the title a file without one
+// of its own gets.
+func DisplayTitle(d Document) string {
+	if d.Title != "" {
+		return d.Title
+	}
+	base := path.Base(strings.ReplaceAll(strings.TrimSpace(d.Source), `\`, "/"))
+	if base == "." || base == "/" {
+		return ""
+	}
+	return cmp.Or(strings.TrimSuffix(base, path.Ext(base)), base)
+}
+
 // isFileMedia reports whether a stored media type is one of the parsed
 // file formats (its upload is kept as the file's bytes, not as text).
 func isFileMedia(mediaType string) bool {

@@ -45,7 +45,22 @@ type background struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]Progress // id → latest progress, for the heartbeat
+	running map[string]Progress                // id → latest progress, for the heartbeat
+	stops   map[string]context.CancelCauseFunc // id → stops its ingest (the document was deleted)
+}
+
+// errGone ends an ingest whose document was deleted (here or, seen when
+// its progress could not be written, on another replica).
+var errGone = errors.New("the document is gone")
+
+// stop ends id's ingest if this process runs it.
+func (bg *background) stop(id string) {
+	bg.mu.Lock()
+	stop := bg.stops[id]
+	bg.mu.Unlock()
+	if stop != nil {
+		stop(errGone)
+	}
 }
 
 // StartBackground starts the background ingest (knowledge.ingest:
@@ -66,6 +81,7 @@ func (s *Service) StartBackground() {
 		staleAfter:  cmp.Or(cfg.StaleAfter, time.Minute),
 		maxAttempts: max(cfg.MaxAttempts, 1),
 		running:     map[string]Progress{},
+		stops:       map[string]context.CancelCauseFunc{},
 	}
 	bg.ctx, bg.cancel = context.WithCancel(context.Background())
 	s.bg = bg
@@ -257,12 +273,17 @@ func (s *Service) runJob(id string) {
 		}
 		return
 	}
+	// The job's own context: deleting the document stops its ingest.
+	jobCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	bg.mu.Lock()
 	bg.running[id] = Progress{}
+	bg.stops[id] = stop
 	bg.mu.Unlock()
 	defer func() {
 		bg.mu.Lock()
 		delete(bg.running, id)
+		delete(bg.stops, id)
 		bg.mu.Unlock()
 	}()
 
@@ -276,7 +297,10 @@ func (s *Service) runJob(id string) {
 				return
 			}
 			lastWrite = time.Now()
-			if err := s.store.UpdateProgress(ctx, id, p); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+			switch err := s.store.UpdateProgress(jobCtx, id, p); {
+			case errors.Is(err, ErrNotFound):
+				stop(errGone) // deleted meanwhile, maybe by another replica
+			case err != nil && jobCtx.Err() == nil:
 				s.log.Warn("background ingest: record progress", zap.String("document_id", id), zap.Error(err))
 			}
 		}}
@@ -285,7 +309,7 @@ func (s *Service) runJob(id string) {
 	} else {
 		req.Content = string(upload)
 	}
-	stored, err := s.ingestAs(ctx, req, s.embedder != nil, id)
+	stored, err := s.ingestAs(jobCtx, req, s.embedder != nil, id)
 	switch {
 	case err == nil:
 		if stored.Warning != "" {
@@ -295,6 +319,8 @@ func (s *Service) runJob(id string) {
 		release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s.release(release, id)
+	case errors.Is(context.Cause(jobCtx), errGone):
+		s.log.Info("background ingest stopped: the document was deleted", zap.String("document_id", id))
 	case errors.Is(err, ErrDuplicate):
 		s.fail(id, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID))
 	case errors.Is(err, ErrNotFound):

@@ -162,3 +162,28 @@ func TestTheSameFileIsADuplicateWhicheverWayItCameFirst(t *testing.T) {
 		t.Errorf("the same file at once: %+v, %v; want a duplicate of %s", d, err, first.ID)
 	}
 }
+
+// Deleting a document being ingested stops its ingest at once: the one
+// worker is free for the next document although the first one's
+// embeddings never came back.
+func TestDeletingAProcessingDocumentStopsItsIngest(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	defer close(gate)
+	svc := backgroundService(t, filepath.Join(t.TempDir(), "chatpipe.db"), srv, time.Hour)
+	defer svc.Close()
+	first, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, first.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 }) // held in embedding
+	if err := svc.DeleteDocument(t.Context(), "", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("quokka"), Source: "quokka.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+}

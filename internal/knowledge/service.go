@@ -115,6 +115,9 @@ func (s *Service) DeleteDocument(ctx context.Context, tenantID, id string) error
 		}
 		return err
 	}
+	if s.bg != nil {
+		s.bg.stop(id) // its ingest, if it was processing here
+	}
 	s.log.Info("document deleted", zap.String("document_id", id), zap.String("tenant_id", doc.TenantID))
 	return nil
 }
