@@ -36,6 +36,9 @@ type DocumentJSON struct {
 	Status   string        `json:"status"`
 	Progress *ProgressJSON `json:"progress,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// DuplicateOf: a failed ingest found its text already stored in this
+	// document (a file whose bytes differ, its text the same).
+	DuplicateOf string `json:"duplicate_of,omitempty"`
 	// Shared: every tenant reads the document; AddedBy is the tenant that
 	// added it (shown for shared documents, on a single document only).
 	Shared  bool   `json:"shared"`
@@ -55,7 +58,7 @@ type ProgressJSON struct {
 func documentJSON(d knowledge.Document, withContent bool) DocumentJSON {
 	out := DocumentJSON{ID: d.ID, Title: d.Title, Source: d.Source, MediaType: d.MediaType, Chunks: d.Chunks,
 		Bytes: d.Bytes, Embedded: d.Embedded, CreatedAt: d.CreatedAt.UTC().Format(time.RFC3339Nano), Warning: d.Warning,
-		Status: cmp.Or(d.Status, knowledge.StatusReady), Error: d.Error, Shared: d.Shared()}
+		Status: cmp.Or(d.Status, knowledge.StatusReady), Error: d.Error, DuplicateOf: d.DuplicateOf, Shared: d.Shared()}
 	out.Title = knowledge.DisplayTitle(d) // a processing document has its title once its text is read
 	if d.Status == knowledge.StatusProcessing || d.Status == knowledge.StatusFailed {
 		p := d.Progress

@@ -458,7 +458,9 @@
       ui.uploadStatus.dataset.keep = '1';
       ui.uploadStatus.textContent = d.status === 'ready'
         ? 'Added “' + d.title + '” (' + d.chunks + ' passages).'
-        : '“' + (d.title || title) + '” failed: ' + (d.error || 'unknown reason');
+        : d.duplicate_of
+          ? '“' + (d.title || title) + '” is already in the knowledge base: ' + (d.error || '')
+          : '“' + (d.title || title) + '” failed: ' + (d.error || 'unknown reason');
       loadDocuments();
     }
     setTimeout(poll, 300);

@@ -313,3 +313,50 @@ func TestAZipBombIsRefusedAtOnceNotQueued(t *testing.T) {
 		t.Fatalf("%d documents stored from refused uploads", list.Total)
 	}
 }
+
+// A file whose bytes are new but whose text is stored already is only
+// known once read: its background ingest fails naming the document that
+// has the text, so a client can say so rather than "refused".
+func TestALargeFileWithStoredTextFailsNamingTheDocumentThatHasIt(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.", "Seals rest on the northern rocks.")
+	var first, resaved handler.DocumentJSON
+	if code := h.uploadFile("lighthouse.pdf", pdf, &first); code != http.StatusAccepted {
+		t.Fatalf("first upload: %d %+v", code, first)
+	}
+	h.waitDocument(first.ID, hasStatus("ready"))
+	again := append(bytes.Clone(pdf), "\n% saved again\n"...) // other bytes, the same text
+	if code := h.uploadFile("lighthouse-copy.pdf", again, &resaved); code != http.StatusAccepted {
+		t.Fatalf("the re-saved file: %d %+v; want 202 (its bytes are new)", code, resaved)
+	}
+	d := h.waitDocument(resaved.ID, hasStatus("failed"))
+	if d.DuplicateOf != first.ID || !strings.Contains(d.Error, "already stored") || d.Title != "lighthouse-copy" {
+		t.Fatalf("the re-saved file's document: %+v; want failed, a duplicate of %s", d, first.ID)
+	}
+}
+
+// The same large file sent again is a duplicate at once, while its first
+// upload is being ingested and once it is ready: 200 with the document,
+// never a second document that can only fail.
+func TestTheSameLargeFileAgainIsADuplicateBeforeItIsParsed(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.", "Seals rest on the northern rocks.")
+	var first, again handler.DocumentJSON
+	if code := h.uploadFile("lighthouse.pdf", pdf, &first); code != http.StatusAccepted {
+		t.Fatalf("first upload: %d %+v; want 202", code, first)
+	}
+	if code := h.uploadFile("copy.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("the same file again while processing: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
+	}
+	h.waitDocument(first.ID, hasStatus("ready"))
+	again = handler.DocumentJSON{}
+	if code := h.uploadFile("lighthouse.pdf", pdf, &again); code != http.StatusOK || !again.Duplicate || again.ID != first.ID ||
+		again.Status != "ready" {
+		t.Fatalf("the same file once ready: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
+	}
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total != 1 {
+		t.Fatalf("%d documents; want the one", list.Total)
+	}
+}

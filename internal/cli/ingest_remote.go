@@ -35,7 +35,9 @@ type documentReply struct {
 	Warning   string `json:"warning"`
 	Status    string `json:"status"`
 	Error     string `json:"error"`
-	Progress  *struct {
+	// DuplicateOf: the ingest failed because this document has its text.
+	DuplicateOf string `json:"duplicate_of"`
+	Progress    *struct {
 		PagesDone      int `json:"pages_done"`
 		PagesTotal     int `json:"pages_total"`
 		ChunksTotal    int `json:"chunks_total"`
@@ -124,6 +126,9 @@ func (r *remoteIngester) follow(ctx context.Context, id string, progress func(fl
 		case knowledge.StatusReady:
 			return outcomeIngested, describeReply(doc), nil
 		case knowledge.StatusFailed:
+			if doc.DuplicateOf != "" { // its text was found stored once read
+				return outcomeDuplicate, doc.Error, nil
+			}
 			return outcomeRefused, doc.Error, nil
 		}
 		if p := doc.Progress; p != nil {

@@ -322,7 +322,7 @@ func (s *Service) runJob(id string) {
 	case errors.Is(context.Cause(jobCtx), errGone):
 		s.log.Info("background ingest stopped: the document was deleted", zap.String("document_id", id))
 	case errors.Is(err, ErrDuplicate):
-		s.fail(id, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID))
+		s.failAs(id, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID), stored.ID)
 	case errors.Is(err, ErrNotFound):
 		// Deleted (or finished by another process) meanwhile.
 	case errors.Is(err, errStore):
@@ -334,11 +334,14 @@ func (s *Service) runJob(id string) {
 }
 
 // fail marks id failed with reason (logged too).
-func (s *Service) fail(id, reason string) {
+func (s *Service) fail(id, reason string) { s.failAs(id, reason, "") }
+
+// failAs is fail naming the document id duplicates ("" for none).
+func (s *Service) failAs(id, reason, duplicateOf string) {
 	s.log.Info("background ingest failed", zap.String("document_id", id), zap.String("reason", reason))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.bg.ctx), 5*time.Second)
 	defer cancel()
-	if err := s.store.FailDocument(ctx, id, reason); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.store.FailDocument(ctx, id, reason, duplicateOf); err != nil && !errors.Is(err, ErrNotFound) {
 		s.log.Error("background ingest: mark failed", zap.String("document_id", id), zap.Error(err))
 	}
 }

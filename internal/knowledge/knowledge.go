@@ -76,7 +76,10 @@ type Document struct {
 	Status   string
 	Progress Progress // how far the background ingest is (zero for ready documents)
 	Error    string   // why the ingest failed (StatusFailed only)
-	Attempts int      // background ingests started for it (a restart starts another)
+	// DuplicateOf is the id of the document whose text a failed ingest
+	// found already stored (StatusFailed only; "" for other failures).
+	DuplicateOf string
+	Attempts    int // background ingests started for it (a restart starts another)
 	// AddedBy is the tenant that added it: TenantID for a tenant's own
 	// documents, the uploader's tenant for a SharedTenant document. Set by
 	// Document only ("" in listings).
@@ -196,9 +199,10 @@ type Store interface {
 	// processing), and ErrNotFound when the document is not processing.
 	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
 	// FailDocument marks a processing document StatusFailed with reason
-	// and drops its upload, or returns ErrNotFound when it is not
+	// (and duplicateOf, the document it duplicates, or "") and drops its
+	// upload and its file hash, or returns ErrNotFound when it is not
 	// processing.
-	FailDocument(ctx context.Context, id, reason string) error
+	FailDocument(ctx context.Context, id, reason, duplicateOf string) error
 	// ClaimStale returns at most limit processing documents
 	// whose progress was last recorded before before, counting an attempt
 	// for each, zeroing its progress (the ingest starts over) and

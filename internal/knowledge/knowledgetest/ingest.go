@@ -110,7 +110,7 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "scan.pdf"}, []byte("%PDF")); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p1", "no extractable text (scanned PDF?)"); err != nil {
+		if err := s.FailDocument(t.Context(), "p1", "no extractable text (scanned PDF?)", ""); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		d, err := s.Document(t.Context(), "p1")
@@ -120,7 +120,7 @@ var ingestTests = []test{
 		if _, err := s.Upload(t.Context(), "p1"); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("Upload of a failed document: %v, want ErrNotFound", err)
 		}
-		if err := s.FailDocument(t.Context(), "p1", "again"); !errors.Is(err, knowledge.ErrNotFound) {
+		if err := s.FailDocument(t.Context(), "p1", "again", ""); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("FailDocument twice: %v, want ErrNotFound", err)
 		}
 		if err := s.DeleteDocument(t.Context(), "p1"); err != nil {
@@ -137,7 +137,7 @@ var ingestTests = []test{
 				t.Fatalf("BeginDocument: %v", err)
 			}
 		}
-		if err := s.FailDocument(t.Context(), "p3", "broken"); err != nil {
+		if err := s.FailDocument(t.Context(), "p3", "broken", ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(got) != 0 {
@@ -224,11 +224,14 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p2", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p2", "no text"); err != nil {
+		if err := s.FailDocument(t.Context(), "p2", "the same text is stored", "p1"); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(other)); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("DocumentByFileHash of a failed ingest = %+v, %v; want ErrNotFound", d, err)
+		}
+		if d, err := s.Document(t.Context(), "p2"); err != nil || d.Status != knowledge.StatusFailed || d.DuplicateOf != "p1" {
+			t.Errorf("a failed duplicate = %+v, %v; want failed, a duplicate of p1", d, err)
 		}
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p3", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
 			t.Errorf("the failed file sent again: %v", err)

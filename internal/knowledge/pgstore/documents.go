@@ -18,7 +18,7 @@ import (
 // both tables, so none needs qualifying.
 const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at,
 	COALESCE(status, 'ready'), COALESCE(error, ''), COALESCE(attempts, 0), COALESCE(pages_done, 0), COALESCE(pages_total, 0),
-	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0)`
+	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0), COALESCE(duplicate_of, '')`
 
 // documentsFrom joins each document with its ingest status.
 const documentsFrom = `knowledge_documents LEFT JOIN knowledge_ingest ON document_id = id`
@@ -342,7 +342,8 @@ func scanDocument(row pgx.Row, withContent bool) (knowledge.Document, error) {
 	var d knowledge.Document
 	p := &d.Progress
 	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &d.CreatedAt,
-		&d.Status, &d.Error, &d.Attempts, &p.PagesDone, &p.PagesTotal, &p.ChunksTotal, &p.ChunksEmbedded, &p.ChunksWritten}
+		&d.Status, &d.Error, &d.Attempts, &p.PagesDone, &p.PagesTotal, &p.ChunksTotal, &p.ChunksEmbedded, &p.ChunksWritten,
+		&d.DuplicateOf}
 	if withContent {
 		dest = append(dest, &d.Content, &d.AddedBy)
 	}

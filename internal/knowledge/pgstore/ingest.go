@@ -81,12 +81,12 @@ func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 }
 
 // FailDocument marks a processing document failed and drops its upload.
-func (s *Store) FailDocument(ctx context.Context, id, reason string) error {
+func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string) error {
 	// The file may be sent again: it is no longer this document's.
 	return s.updateProcessing(ctx, "fail document", id, `WITH failed AS (
-			UPDATE knowledge_ingest SET status = 'failed', error = $2, upload = NULL, alive_at = $3
+			UPDATE knowledge_ingest SET status = 'failed', error = $2, duplicate_of = $4, upload = NULL, alive_at = $3
 			WHERE document_id = $1 AND status = 'processing' RETURNING document_id)
-		UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed)`, reason, s.clock.Now())
+		UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed)`, reason, s.clock.Now(), duplicateOf)
 }
 
 // updateProcessing runs one UPDATE of a processing document's ingest row

@@ -80,10 +80,10 @@ func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 }
 
 // FailDocument marks a processing document failed and drops its upload.
-func (s *Store) FailDocument(ctx context.Context, id, reason string) error {
+func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string) error {
 	return s.updateProcessing(ctx, "fail document", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
-		res, err := tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, upload = NULL, alive_at = ?
-			WHERE document_id = ? AND status = 'processing'`, reason, sqlitedb.FormatTime(now), id)
+		res, err := tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, duplicate_of = ?, upload = NULL,
+			alive_at = ? WHERE document_id = ? AND status = 'processing'`, reason, duplicateOf, sqlitedb.FormatTime(now), id)
 		if err != nil {
 			return nil, err
 		}
