@@ -333,6 +333,26 @@ func TestALargeFileWithStoredTextFailsNamingTheDocumentThatHasIt(t *testing.T) {
 	if d.DuplicateOf != first.ID || !strings.Contains(d.Error, "already stored") || d.Title != "lighthouse-copy" {
 		t.Fatalf("the re-saved file's document: %+v; want failed, a duplicate of %s", d, first.ID)
 	}
+	// That copy again is known at once: a duplicate of the document that
+	// has its text, and no second failed entry.
+	var twice handler.DocumentJSON
+	if code := h.uploadFile("lighthouse-copy.pdf", again, &twice); code != http.StatusOK || !twice.Duplicate || twice.ID != first.ID {
+		t.Fatalf("the re-saved file again: %d %+v; want 200, a duplicate of %s", code, twice, first.ID)
+	}
+	// Once that document is gone, the copy is a document of its own.
+	if code := h.call("DELETE", "/api/v1/knowledge/documents/"+first.ID, "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete: %d", code)
+	}
+	var own handler.DocumentJSON
+	if code := h.uploadFile("lighthouse-copy.pdf", again, &own); code != http.StatusAccepted {
+		t.Fatalf("the copy after the original was deleted: %d %+v; want 202", code, own)
+	}
+	h.waitDocument(own.ID, hasStatus("ready"))
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	if list.Total != 1 {
+		t.Fatalf("%d documents; want the copy alone (its failed entry gone with the original)", list.Total)
+	}
 }
 
 // The same large file sent again is a duplicate at once, while its first

@@ -187,18 +187,32 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	return doc, nil
 }
 
-// fileDuplicate returns, with ErrDuplicate, the tenant's processing or
-// ready document of the file whose FileHash is hash; a zero Document and
-// nil when there is none.
+// fileDuplicate returns, with ErrDuplicate, the tenant's document of the
+// file whose FileHash is hash: processing or ready, or, for a file that
+// failed as a duplicate of another (a re-saved copy), that other one. A
+// zero Document and nil when there is none.
 func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Document, error) {
-	switch existing, err := s.store.DocumentByFileHash(ctx, tenantID, hash); {
-	case err == nil:
-		return existing, ErrDuplicate
+	existing, err := s.store.DocumentByFileHash(ctx, tenantID, hash)
+	switch {
 	case errors.Is(err, ErrNotFound):
 		return Document{}, nil
-	default:
+	case err != nil:
+		return Document{}, err
+	case existing.Status != StatusFailed:
+		return existing, ErrDuplicate
+	}
+	switch original, err := s.store.Document(ctx, existing.DuplicateOf); {
+	case err == nil:
+		return original, ErrDuplicate
+	case !errors.Is(err, ErrNotFound):
 		return Document{}, err
 	}
+	// The document it duplicated is gone: so is the reason to refuse the
+	// file, and its failed entry (which holds the file's hash) goes.
+	if err := s.store.DeleteDocument(ctx, existing.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		return Document{}, err
+	}
+	return Document{}, nil
 }
 
 // checkUpload refuses at once what a background ingest would only fail

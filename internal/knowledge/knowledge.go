@@ -140,9 +140,9 @@ type Store interface {
 	// DocumentByHash returns the tenant's document whose ContentHash is
 	// hash, or ErrNotFound.
 	DocumentByHash(ctx context.Context, tenantID, hash string) (Document, error)
-	// DocumentByFileHash returns the tenant's processing or ready
-	// document begun with this FileHash (a failed one is not), or
-	// ErrNotFound.
+	// DocumentByFileHash returns the tenant's document with this
+	// FileHash: processing, ready, or failed as a duplicate (DuplicateOf
+	// set; other failures give their hash up), or ErrNotFound.
 	DocumentByFileHash(ctx context.Context, tenantID, hash string) (Document, error)
 	// Documents lists the tenant's documents newest first, without their
 	// content, and the number the tenant has.
@@ -200,8 +200,8 @@ type Store interface {
 	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
 	// FailDocument marks a processing document StatusFailed with reason
 	// (and duplicateOf, the document it duplicates, or "") and drops its
-	// upload and its file hash, or returns ErrNotFound when it is not
-	// processing.
+	// upload and, when duplicateOf is "", its file hash; it returns
+	// ErrNotFound when the document is not processing.
 	FailDocument(ctx context.Context, id, reason, duplicateOf string) error
 	// ClaimStale returns at most limit processing documents
 	// whose progress was last recorded before before, counting an attempt

@@ -224,14 +224,23 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p2", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p2", "the same text is stored", "p1"); err != nil {
+		if err := s.FailDocument(t.Context(), "p2", "no text", ""); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(other)); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("DocumentByFileHash of a failed ingest = %+v, %v; want ErrNotFound", d, err)
 		}
-		if d, err := s.Document(t.Context(), "p2"); err != nil || d.Status != knowledge.StatusFailed || d.DuplicateOf != "p1" {
-			t.Errorf("a failed duplicate = %+v, %v; want failed, a duplicate of p1", d, err)
+		// One that failed as a duplicate keeps its file known.
+		resaved := []byte("%PDF-1.7 a re-saved copy")
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p4", TenantID: "acme", FileHash: knowledge.FileHash(resaved)}, resaved); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		if err := s.FailDocument(t.Context(), "p4", "the same text is stored", "p1"); err != nil {
+			t.Fatalf("FailDocument: %v", err)
+		}
+		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(resaved)); err != nil || d.ID != "p4" ||
+			d.Status != knowledge.StatusFailed || d.DuplicateOf != "p1" {
+			t.Errorf("DocumentByFileHash of a failed duplicate = %+v, %v; want p4, failed, a duplicate of p1", d, err)
 		}
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p3", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
 			t.Errorf("the failed file sent again: %v", err)

@@ -82,11 +82,15 @@ func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 
 // FailDocument marks a processing document failed and drops its upload.
 func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string) error {
-	// The file may be sent again: it is no longer this document's.
+	// The file may be sent again: it is no longer this document's (unless
+	// it failed as a duplicate: the file is then known).
+	// The statement's count is the failed ingest rows (0: not processing).
 	return s.updateProcessing(ctx, "fail document", id, `WITH failed AS (
 			UPDATE knowledge_ingest SET status = 'failed', error = $2, duplicate_of = $4, upload = NULL, alive_at = $3
-			WHERE document_id = $1 AND status = 'processing' RETURNING document_id)
-		UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed)`, reason, s.clock.Now(), duplicateOf)
+			WHERE document_id = $1 AND status = 'processing' RETURNING document_id),
+		cleared AS (UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed) AND $4 = '' RETURNING id)
+		SELECT document_id FROM failed`,
+		reason, s.clock.Now(), duplicateOf)
 }
 
 // updateProcessing runs one UPDATE of a processing document's ingest row

@@ -87,8 +87,9 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 		if err != nil {
 			return nil, err
 		}
-		// The file may be sent again: it is no longer this document's.
-		if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET file_hash = '' WHERE id = ?`, id); err != nil {
+		// The file may be sent again: it is no longer this document's
+		// (unless it failed as a duplicate: the file is then known).
+		if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET file_hash = '' WHERE id = ? AND ? = ''`, id, duplicateOf); err != nil {
 			return nil, err
 		}
 		return res, nil
