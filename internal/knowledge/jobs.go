@@ -201,14 +201,18 @@ func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Doc
 	case existing.Status != StatusFailed:
 		return existing, ErrDuplicate
 	}
-	switch original, err := s.store.Document(ctx, existing.DuplicateOf); {
-	case err == nil:
-		return original, ErrDuplicate
-	case !errors.Is(err, ErrNotFound):
-		return Document{}, err
+	if existing.DuplicateOf != "" {
+		switch original, err := s.store.Document(ctx, existing.DuplicateOf); {
+		case err == nil:
+			return original, ErrDuplicate
+		case !errors.Is(err, ErrNotFound):
+			return Document{}, err
+		}
 	}
-	// The document it duplicated is gone: so is the reason to refuse the
-	// file, and its failed entry (which holds the file's hash) goes.
+	// The document it duplicated is gone, or it failed otherwise and kept
+	// its hash (failed by a replica older than duplicate_of, during a
+	// rolling upgrade): nothing refuses the file, and the stale failed
+	// entry, which holds the file's hash, goes.
 	if err := s.store.DeleteDocument(ctx, existing.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return Document{}, err
 	}

@@ -1,6 +1,7 @@
 package knowledge_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
+
+	_ "modernc.org/sqlite"
 )
 
 // backgroundService is a started service over the SQLite file at path,
@@ -186,4 +189,37 @@ func TestDeletingAProcessingDocumentStopsItsIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+}
+
+// A failed document that kept its file's hash without naming what it
+// duplicates (failed by a replica older than duplicate_of, during a
+// rolling upgrade) does not lock the file out: the file sent again is
+// ingested, and the stale entry goes.
+func TestAFailedEntryLeftByAnOlderReplicaDoesNotLockTheFileOut(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	svc := backgroundService(t, path, srv, time.Hour)
+	defer svc.Close()
+	scan := docparsetest.ScannedPDF(t, 1) // fails: no text
+	failed, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{File: scan, Source: "scan.pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, failed.ID, func(d knowledge.Document) bool { return d.Status == knowledge.StatusFailed })
+	// What the older replica's failure left: the hash still set.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE knowledge_documents SET file_hash = ? WHERE id = ?`, knowledge.FileHash(scan), failed.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{File: scan, Source: "scan.pdf"})
+	if err != nil || again.ID == failed.ID || again.Status != knowledge.StatusProcessing {
+		t.Fatalf("the file sent again = %+v, %v; want a new processing document", again, err)
+	}
+	if _, err := svc.Document(t.Context(), "", failed.ID); !errors.Is(err, knowledge.ErrNotFound) {
+		t.Errorf("the stale failed entry: %v; want it gone", err)
+	}
 }
