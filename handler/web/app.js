@@ -411,6 +411,8 @@
       bar.value = ingestFraction(d.progress);
       bar.title = ingestDetail(d.progress);
       li.append(bar);
+    } else if (d.status === 'failed' && d.duplicate_of) {
+      li.append(el('p', 'doc-error', 'Already in the knowledge base: ' + (d.error || 'the same text is stored')));
     } else if (d.status === 'failed') {
       li.append(el('p', 'doc-error', 'Failed: ' + (d.error || 'unknown reason')));
     }
@@ -459,7 +461,7 @@
       ui.uploadStatus.textContent = d.status === 'ready'
         ? 'Added “' + d.title + '” (' + d.chunks + ' passages).'
         : d.duplicate_of
-          ? '“' + (d.title || title) + '” is already in the knowledge base: ' + (d.error || '')
+          ? '“' + (d.title || title) + '” is already in the knowledge base (the same text).'
           : '“' + (d.title || title) + '” failed: ' + (d.error || 'unknown reason');
       loadDocuments();
     }

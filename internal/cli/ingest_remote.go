@@ -127,7 +127,7 @@ func (r *remoteIngester) follow(ctx context.Context, id string, progress func(fl
 			return outcomeIngested, describeReply(doc), nil
 		case knowledge.StatusFailed:
 			if doc.DuplicateOf != "" { // its text was found stored once read
-				return outcomeDuplicate, doc.Error, nil
+				return outcomeDuplicate, fmt.Sprintf("same content as document %s", doc.DuplicateOf), nil
 			}
 			return outcomeRefused, doc.Error, nil
 		}

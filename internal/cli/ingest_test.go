@@ -256,3 +256,37 @@ func TestIngestThroughTheServerFollowsBackgroundIngestsAndSharesDocuments(t *tes
 		}
 	}
 }
+
+// Through the server, a file whose text turns out to be stored already
+// (other bytes: a re-saved copy) is reported as a duplicate, not refused.
+func TestIngestThroughTheServerReportsALateFoundDuplicate(t *testing.T) {
+	cfg := config.Default()
+	cfg.Storage.SQLite.Path = filepath.Join(t.TempDir(), "chatpipe.db")
+	cfg.Knowledge.SampleDocs = false
+	cfg.Knowledge.Ingest.BackgroundBytes = 50 // the PDFs go to the background
+	a, err := app.New(context.Background(), cfg, app.Options{Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer func() {
+		srv.Close()
+		if err := a.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	pdf := docparsetest.PDF(t, "The lighthouse keeper writes the log at dusk.")
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"a/log.pdf":      string(pdf),
+		"b/log-copy.pdf": string(pdf) + "\n% saved again\n",
+	})
+	if code, out := runIngest(t, "-server", srv.URL, filepath.Join(dir, "a")); code != 0 || !strings.Contains(out, "1 ingested") {
+		t.Fatalf("first: exit %d\n%s", code, out)
+	}
+	code, out := runIngest(t, "-server", srv.URL, filepath.Join(dir, "b"))
+	if code != 0 || !strings.Contains(out, "0 ingested, 1 skipped as duplicates, 0 refused") ||
+		!strings.Contains(out, "duplicate  "+filepath.Join(dir, "b", "log-copy.pdf")+" (same content as document ") {
+		t.Fatalf("the re-saved copy: exit %d\n%s", code, out)
+	}
+}

@@ -407,13 +407,20 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 	comment := bytes.Clone(base)
 	comment[8] = ' '
 	for what, data := range map[string][]byte{
-		"bytes after %%EOF": append(bytes.Clone(base), "\n% saved again by a mail gateway\n"...),
-		"PDF 2.0 header":    v2,
-		"header comment":    comment,
+		"bytes after %%EOF":             append(bytes.Clone(base), "\n% saved again by a mail gateway\n"...),
+		"PDF 2.0 header":                v2,
+		"header comment":                comment,
+		"PDF 2.0 and bytes after %%EOF": append(bytes.Clone(v2), "\x00\x00\x00\n"...),
 	} {
 		doc, err := docparse.Parse(context.Background(), "manual.pdf", data, docparse.Options{})
 		if err != nil || !strings.Contains(doc.Text(), "gyroscope") {
 			t.Errorf("%s: %v", what, err)
 		}
+	}
+	// A file cut short inside an appended revision is damaged, not the
+	// revision before it.
+	cut := append(bytes.Clone(base), "\n99 0 obj\n<< /Length 500 >>\nstream\nBT /F1 12 Tf (half of an upd"...)
+	if _, err := docparse.Parse(context.Background(), "manual.pdf", cut, docparse.Options{}); !errors.Is(err, docparse.ErrCorrupt) {
+		t.Errorf("an update cut short: %v; want ErrCorrupt", err)
 	}
 }

@@ -54,10 +54,22 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 		}
 	}()
 	r, err = pdf.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		if fixed, ok := tolerate(data, err); ok {
-			r, err = pdf.NewReader(bytes.NewReader(fixed), int64(len(fixed)))
+	// At most one fix of each kind (the reader checks the header first);
+	// when they do not make it readable, the first complaint is the one
+	// reported.
+	fixed, first := data, err
+	for range 2 {
+		if err == nil {
+			break
 		}
+		var ok bool
+		if fixed, ok = tolerate(fixed, err); !ok {
+			break
+		}
+		r, err = pdf.NewReader(bytes.NewReader(fixed), int64(len(fixed)))
+	}
+	if err != nil {
+		err = first
 	}
 	switch {
 	case err == nil:
@@ -84,7 +96,14 @@ func tolerate(data []byte, err error) (fixed []byte, ok bool) {
 		if i < 0 {
 			return nil, false
 		}
-		return data[:i+len("%%EOF")], true
+		end := i + len("%%EOF")
+		// Only what is no part of a PDF is cut: after the last %%EOF, a
+		// file cut short inside an appended revision still holds objects,
+		// and reading the revision before it would hide the damage.
+		if pdfStructure.Match(data[end:]) {
+			return nil, false
+		}
+		return data[:end], true
 	case strings.Contains(msg, "invalid header"):
 		if len(data) < 9 || !pdfHeader.Match(data[:8]) {
 			return nil, false
@@ -98,6 +117,9 @@ func tolerate(data []byte, err error) (fixed []byte, ok bool) {
 	}
 	return nil, false
 }
+
+// pdfStructure finds what only a PDF's body holds.
+var pdfStructure = regexp.MustCompile(`\b(obj|endobj|stream|endstream|xref|trailer|startxref)\b`)
 
 // pdfHeader is the start of a PDF of any version: %PDF-d.d.
 var pdfHeader = regexp.MustCompile(`^%PDF-[0-9]\.[0-9]`)

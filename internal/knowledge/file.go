@@ -73,11 +73,7 @@ func DisplayTitle(d Document) string {
 	if d.Title != "" {
 		return d.Title
 	}
-	base := path.Base(strings.ReplaceAll(strings.TrimSpace(d.Source), `\`, "/"))
-	if base == "." || base == "/" {
-		return ""
-	}
-	return cmp.Or(strings.TrimSuffix(base, path.Ext(base)), base)
+	return titleText(fileTitle(d.Source))
 }
 
 // isFileMedia reports whether a stored media type is one of the parsed

@@ -286,20 +286,34 @@ func documentTitle(given, text, source, mediaType string) string {
 	if mediaType != MediaPlain {
 		candidates = append(candidates, firstHeading(text))
 	}
-	if base := path.Base(strings.ReplaceAll(strings.TrimSpace(source), `\`, "/")); base != "." && base != "/" {
-		candidates = append(candidates, strings.TrimSuffix(base, path.Ext(base)))
-	}
 	first, _, _ := strings.Cut(text, "\n")
-	candidates = append(candidates, first, "Untitled")
+	candidates = append(candidates, fileTitle(source), first, "Untitled")
 	for _, c := range candidates {
-		if t := strings.Join(strings.Fields(c), " "); t != "" {
-			if utf8.RuneCountInString(t) > maxTitleRunes {
-				t = string([]rune(t)[:maxTitleRunes-1]) + "…"
-			}
+		if t := titleText(c); t != "" {
 			return t
 		}
 	}
 	return "Untitled"
+}
+
+// fileTitle is the title a file's name gives: the name without its
+// extension; "" for none.
+func fileTitle(source string) string {
+	base := path.Base(strings.ReplaceAll(strings.TrimSpace(source), `\`, "/"))
+	if base == "." || base == "/" {
+		return ""
+	}
+	return strings.TrimSuffix(base, path.Ext(base))
+}
+
+// titleText is s as a title: whitespace collapsed, at most maxTitleRunes
+// characters.
+func titleText(s string) string {
+	t := strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(t) > maxTitleRunes {
+		t = string([]rune(t)[:maxTitleRunes-1]) + "…"
+	}
+	return t
 }
 
 // firstHeading returns the text of the first ATX heading outside code

@@ -216,6 +216,8 @@ func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Doc
 	if err := s.store.DeleteDocument(ctx, existing.ID); err != nil && !errors.Is(err, ErrNotFound) {
 		return Document{}, err
 	}
+	s.log.Info("a stale failed entry of the file sent again was removed", zap.String("document_id", existing.ID),
+		zap.String("tenant_id", existing.TenantID), zap.String("duplicate_of", existing.DuplicateOf))
 	return Document{}, nil
 }
 
@@ -400,7 +402,13 @@ func (s *Service) janitor() {
 		}
 		bg.mu.Unlock()
 		for id, p := range alive {
-			if err := s.store.UpdateProgress(bg.ctx, id, p); err != nil && bg.ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+			switch err := s.store.UpdateProgress(bg.ctx, id, p); {
+			case errors.Is(err, ErrNotFound):
+				// Deleted (maybe on another replica) while its ingest
+				// waits, say on an embedding call: stop it. (Finished
+				// just now, it has nothing left to stop.)
+				bg.stop(id)
+			case err != nil && bg.ctx.Err() == nil:
 				s.log.Warn("background ingest: heartbeat", zap.String("document_id", id), zap.Error(err))
 			}
 		}

@@ -223,3 +223,34 @@ func TestAFailedEntryLeftByAnOlderReplicaDoesNotLockTheFileOut(t *testing.T) {
 		t.Errorf("the stale failed entry: %v; want it gone", err)
 	}
 }
+
+// A document deleted on another replica while its ingest waits (here on
+// embeddings that never come) is noticed by the heartbeat: the ingest
+// stops and the one worker is free again.
+func TestADeleteOnAnotherReplicaStopsTheIngestAtTheNextHeartbeat(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	defer close(gate)
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	svc := backgroundService(t, path, srv, 300*time.Millisecond) // a heartbeat every 100 ms
+	defer svc.Close()
+	other, err := sqlitestore.Open(t.Context(), path) // the other replica's store
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	first, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, first.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 }) // held in embedding
+	if err := other.DeleteDocument(t.Context(), first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("quokka"), Source: "quokka.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+}

@@ -184,8 +184,8 @@ func (s *Store) DocumentByHash(ctx context.Context, tenantID, hash string) (know
 }
 
 // DocumentByFileHash returns the tenant's processing or ready document
-// with the given file hash (a failed ingest has given its hash up), without
-// its content.
+// with the given file hash: processing, ready, or failed as a duplicate
+// (other failures give their hash up), without its content.
 func (s *Store) DocumentByFileHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
 	d, err := scanDocument(s.pool.QueryRow(ctx,
 		`SELECT `+documentColumns+` FROM `+documentsFrom+` WHERE tenant_id = $1 AND file_hash = $2 AND file_hash <> ''`,

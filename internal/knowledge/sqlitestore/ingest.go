@@ -89,8 +89,10 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 		}
 		// The file may be sent again: it is no longer this document's
 		// (unless it failed as a duplicate: the file is then known).
-		if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET file_hash = '' WHERE id = ? AND ? = ''`, id, duplicateOf); err != nil {
-			return nil, err
+		if duplicateOf == "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET file_hash = '' WHERE id = ?`, id); err != nil {
+				return nil, err
+			}
 		}
 		return res, nil
 	})
