@@ -87,7 +87,7 @@ func TestEvalReadsAFolderAsUploadsAndWarnsOfUnknownLabels(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"skipped " + docs + "/tool.exe: unsupported document type: .exe files are not read",
+		"skipped " + docs + "/tool.exe: Unsupported document type: .exe files are not read",
 		`warning: line 2 names "Kettle notes", which is no document's title or id`,
 	} {
 		if !strings.Contains(errOut.String(), want) {

@@ -146,7 +146,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // ingestFile reads and ingests one file, drawing its progress bar.
 func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (fileOutcome, string) {
 	if limit, key := in.limit(f.name); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("too large: %d bytes, the limit is %d (%s)", f.size, limit, key)
+		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size)
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
@@ -260,10 +260,9 @@ func (l *localIngester) ingest(ctx context.Context, _, name string, data []byte,
 	return outcomeIngested, detail, nil
 }
 
-// refusalReason is the service's error as a short reason.
-func refusalReason(err error) string {
-	return strings.TrimPrefix(err.Error(), "knowledge: ")
-}
+// refusalReason is the service's error as the sentence a failed upload
+// shows.
+func refusalReason(err error) string { return knowledge.Reason(err) }
 
 // progressFraction maps a Progress to 0..1 and says what is being done:
 // parsing pages up to 40 %, embedding up to 95 % (when embedding), then

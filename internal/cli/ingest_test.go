@@ -83,9 +83,9 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 		"ingested   " + filepath.Join(dir, "a.md"),
 		"duplicate  " + filepath.Join(dir, "copy-of-a.md") + ` (same content as "Alpha guide"`,
 		"ingested   " + filepath.Join(dir, "sub", "deeper", "c.html"),
-		"refused    " + filepath.Join(dir, "empty.txt") + ": document is empty",
+		"refused    " + filepath.Join(dir, "empty.txt") + ": The document has no text.",
 		"refused    " + filepath.Join(dir, "image.png") + ":",
-		"refused    " + filepath.Join(dir, "big.md") + ": too large: 6007 bytes, the limit is 4096 (knowledge.max_upload_bytes)",
+		"refused    " + filepath.Join(dir, "big.md") + ": The file is larger than the limit of 4096 bytes (knowledge.max_upload_bytes): 6007 bytes.",
 		"chatpipe ingest: 3 of 7 files refused",
 	} {
 		if !strings.Contains(out, want) {
@@ -152,7 +152,7 @@ func TestIngestThroughTheStoreReadsDocumentsAsAnUploadDoes(t *testing.T) {
 	code, out := runIngest(t, "-config", cfgPath, dir)
 	for _, want := range []string{
 		"3 ingested, 1 skipped as duplicates, 2 refused",
-		"refused    " + filepath.Join(dir, "tool.exe") + ": unsupported document type: .exe files are not read",
+		"refused    " + filepath.Join(dir, "tool.exe") + ": Unsupported document type: .exe files are not read",
 		"refused    " + filepath.Join(dir, "broken.pdf") + ": ",
 	} {
 		if !strings.Contains(out, want) {

@@ -349,7 +349,7 @@ func (s *Service) runJob(id string) {
 		s.log.Error("background ingest failed", zap.String("document_id", id), zap.Error(err))
 		s.fail(id, "Storing the document failed; see the server log, then upload it again.")
 	default:
-		s.fail(id, failureReason(err))
+		s.fail(id, Reason(err))
 	}
 }
 
@@ -366,10 +366,11 @@ func (s *Service) failAs(id, reason, duplicateOf string) {
 	}
 }
 
-// failureReason is what the user reads about a document that could not
-// be ingested: the error of the document's own check or parser, as a
-// sentence.
-func failureReason(err error) string {
+// Reason is what the user reads about a document that could not be
+// ingested: the error of the document's own check or parser, as a
+// sentence (a failed background ingest's error, chatpipe ingest's
+// refusals).
+func Reason(err error) string {
 	switch {
 	case errors.Is(err, ErrEmpty):
 		return "The document has no text."
