@@ -230,10 +230,8 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 			t.Errorf("%s: the message leaks internals: %q", c.what, e.Error.Message)
 		}
 	}
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 0 {
-		t.Fatalf("%d documents stored from refused uploads", list.Total)
+	if total := h.documentTotal(); total != 0 {
+		t.Fatalf("%d documents stored from refused uploads", total)
 	}
 	if hits := h.search("classified lighthouse budget").Hits; len(hits) != 0 {
 		t.Fatalf("refused files are searchable: %+v", hits)
@@ -307,10 +305,8 @@ func TestAZipBombIsRefusedAtOnceNotQueued(t *testing.T) {
 			t.Errorf("%s: %d %+v; want 413 document_too_large", what, code, e.Error)
 		}
 	}
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 0 {
-		t.Fatalf("%d documents stored from refused uploads", list.Total)
+	if total := h.documentTotal(); total != 0 {
+		t.Fatalf("%d documents stored from refused uploads", total)
 	}
 }
 
@@ -348,10 +344,8 @@ func TestALargeFileWithStoredTextFailsNamingTheDocumentThatHasIt(t *testing.T) {
 		t.Fatalf("the copy after the original was deleted: %d %+v; want 202", code, own)
 	}
 	h.waitDocument(own.ID, hasStatus("ready"))
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 1 {
-		t.Fatalf("%d documents; want the copy alone (its failed entry gone with the original)", list.Total)
+	if total := h.documentTotal(); total != 1 {
+		t.Fatalf("%d documents; want the copy alone (its failed entry gone with the original)", total)
 	}
 }
 
@@ -374,9 +368,7 @@ func TestTheSameLargeFileAgainIsADuplicateBeforeItIsParsed(t *testing.T) {
 		again.Status != "ready" {
 		t.Fatalf("the same file once ready: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
 	}
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 1 {
-		t.Fatalf("%d documents; want the one", list.Total)
+	if total := h.documentTotal(); total != 1 {
+		t.Fatalf("%d documents; want the one", total)
 	}
 }

@@ -76,6 +76,14 @@ func (h *harness) document(id string) handler.DocumentJSON {
 	return d
 }
 
+// documentTotal is the number of documents the default tenant lists.
+func (h *harness) documentTotal() int {
+	h.t.Helper()
+	var list struct{ Total int }
+	h.call("GET", "/api/v1/knowledge/documents", "", &list)
+	return list.Total
+}
+
 // waitDocument polls the document until ok accepts it (10 s at most).
 func (h *harness) waitDocument(id string, ok func(handler.DocumentJSON) bool) handler.DocumentJSON {
 	h.t.Helper()

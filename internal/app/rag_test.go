@@ -243,10 +243,8 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 			t.Errorf("%s %s: %d %+v, want %d %s", tc.method, tc.path, resp.StatusCode, e, tc.status, tc.code)
 		}
 	}
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total != 0 {
-		t.Fatalf("%d documents stored from rejected uploads", list.Total)
+	if total := h.documentTotal(); total != 0 {
+		t.Fatalf("%d documents stored from rejected uploads", total)
 	}
 }
 
@@ -367,9 +365,7 @@ func TestOfflineDefaultsAnswerFromTheSampleKnowledgeBaseWithCitations(t *testing
 	cfg.Models["default"] = m
 	h := startHarnessWith(t, provider, cfg, app.Options{Samples: samples.FS})
 
-	var list struct{ Total int }
-	h.call("GET", "/api/v1/knowledge/documents", "", &list)
-	if list.Total == 0 {
+	if total := h.documentTotal(); total == 0 {
 		t.Fatal("the sample knowledge base was not loaded")
 	}
 	session := h.createSession()

@@ -36,6 +36,22 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// openKnowledge opens the knowledge base the configuration at cfgPath
+// names, as the server would; the test closes it.
+func openKnowledge(t *testing.T, cfgPath string) *knowledge.Service {
+	t.Helper()
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.OpenKnowledge(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	return svc
+}
+
 // runIngest runs `chatpipe ingest args...` and returns its exit code and
 // output.
 func runIngest(t *testing.T, args ...string) (int, string) {
@@ -100,15 +116,7 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 	}
 
 	// What the server would see, from the same file.
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := app.OpenKnowledge(context.Background(), cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := openKnowledge(t, cfgPath)
 	docs, total, err := svc.Documents(context.Background(), knowledge.DefaultTenant, 10, 0)
 	if err != nil || total != 3 {
 		t.Fatalf("documents = %+v, %d, %v; want 3", docs, total, err)
@@ -163,15 +171,7 @@ func TestIngestThroughTheStoreReadsDocumentsAsAnUploadDoes(t *testing.T) {
 		t.Errorf("exit code %d, want 1\n%s", code, out)
 	}
 
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := app.OpenKnowledge(context.Background(), cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := openKnowledge(t, cfgPath)
 	search := func(q string) retrieval.SearchHit {
 		t.Helper()
 		res, err := svc.Search(context.Background(), retrieval.SearchRequest{Query: q})

@@ -163,11 +163,8 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		stored, err = s.store.FinishDocument(ctx, doc, chunks)
 	} else {
 		stored, err = s.store.AddDocument(ctx, doc, chunks)
-		if errors.Is(err, ErrAlreadyExists) && fileHash != "" {
-			// The same file was begun meanwhile (its hash is unique).
-			if existing, ferr := s.fileDuplicate(ctx, doc.TenantID, fileHash); ferr == nil && existing.ID != "" {
-				return existing, ErrDuplicate
-			}
+		if errors.Is(err, ErrAlreadyExists) {
+			stored, err = s.lostFileRace(ctx, doc.TenantID, fileHash, err)
 		}
 	}
 	switch {

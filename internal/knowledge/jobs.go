@@ -45,8 +45,14 @@ type background struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]Progress                // id → latest progress, for the heartbeat
-	stops   map[string]context.CancelCauseFunc // id → stops its ingest (the document was deleted)
+	running map[string]runningJob // the ingests under way here, by document id
+}
+
+// runningJob is an ingest under way: its latest progress, for the
+// heartbeat, and how to stop it (its document was deleted).
+type runningJob struct {
+	progress Progress
+	stop     context.CancelCauseFunc
 }
 
 // errGone ends an ingest whose document was deleted (here or, seen when
@@ -56,10 +62,10 @@ var errGone = errors.New("the document is gone")
 // stop ends id's ingest if this process runs it.
 func (bg *background) stop(id string) {
 	bg.mu.Lock()
-	stop := bg.stops[id]
+	job, ok := bg.running[id]
 	bg.mu.Unlock()
-	if stop != nil {
-		stop(errGone)
+	if ok {
+		job.stop(errGone)
 	}
 }
 
@@ -80,8 +86,7 @@ func (s *Service) StartBackground() {
 		queue:       make(chan string, workers+queue),
 		staleAfter:  cmp.Or(cfg.StaleAfter, time.Minute),
 		maxAttempts: max(cfg.MaxAttempts, 1),
-		running:     map[string]Progress{},
-		stops:       map[string]context.CancelCauseFunc{},
+		running:     map[string]runningJob{},
 	}
 	bg.ctx, bg.cancel = context.WithCancel(context.Background())
 	s.bg = bg
@@ -173,13 +178,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	}, upload)
 	if err != nil {
 		<-bg.slots
-		if errors.Is(err, ErrAlreadyExists) && fileHash != "" {
-			// The same file was begun meanwhile (its hash is unique).
-			if existing, ferr := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); ferr == nil && existing.ID != "" {
-				return existing, ErrDuplicate
-			}
-		}
-		return Document{}, err
+		return s.lostFileRace(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash, err)
 	}
 	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
@@ -219,6 +218,19 @@ func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Doc
 	s.log.Info("a stale failed entry of the file sent again was removed", zap.String("document_id", existing.ID),
 		zap.String("tenant_id", existing.TenantID), zap.String("duplicate_of", existing.DuplicateOf))
 	return Document{}, nil
+}
+
+// lostFileRace turns a store's ErrAlreadyExists for a document of the file
+// whose FileHash is hash into the document that won (its hash is unique:
+// the same file was begun or added meanwhile) with ErrDuplicate; any
+// other err comes back as it is.
+func (s *Service) lostFileRace(ctx context.Context, tenantID, hash string, err error) (Document, error) {
+	if errors.Is(err, ErrAlreadyExists) && hash != "" {
+		if existing, ferr := s.fileDuplicate(ctx, tenantID, hash); ferr == nil && existing.ID != "" {
+			return existing, ErrDuplicate
+		}
+	}
+	return Document{}, err
 }
 
 // checkUpload refuses at once what a background ingest would only fail
@@ -297,13 +309,11 @@ func (s *Service) runJob(id string) {
 	jobCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	bg.mu.Lock()
-	bg.running[id] = Progress{}
-	bg.stops[id] = stop
+	bg.running[id] = runningJob{stop: stop}
 	bg.mu.Unlock()
 	defer func() {
 		bg.mu.Lock()
 		delete(bg.running, id)
-		delete(bg.stops, id)
 		bg.mu.Unlock()
 	}()
 
@@ -311,7 +321,7 @@ func (s *Service) runJob(id string) {
 	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Source: doc.Source, MediaType: doc.MediaType,
 		Progress: func(p Progress) {
 			bg.mu.Lock()
-			bg.running[id] = p
+			bg.running[id] = runningJob{progress: p, stop: stop}
 			bg.mu.Unlock()
 			if time.Since(lastWrite) < progressEvery {
 				return
@@ -398,8 +408,8 @@ func (s *Service) janitor() {
 		}
 		bg.mu.Lock()
 		alive := make(map[string]Progress, len(bg.running))
-		for id, p := range bg.running {
-			alive[id] = p
+		for id, job := range bg.running {
+			alive[id] = job.progress
 		}
 		bg.mu.Unlock()
 		for id, p := range alive {
