@@ -116,11 +116,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sum.refuse(e.path, e.reason)
 		out.line("refused    %s: %s", e.path, e.reason)
 	}
-	for _, f := range files {
+	for i, f := range files {
 		if ctx.Err() != nil {
 			break
 		}
-		outcome, detail := ingestFile(ctx, in, f, out)
+		outcome, detail, stop := ingestFile(ctx, in, f, out)
 		switch outcome {
 		case outcomeIngested:
 			sum.ingested++
@@ -132,10 +132,17 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			sum.refuse(f.path, detail)
 			out.line("refused    %s: %s", f.path, detail)
 		}
+		if stop {
+			sum.notTried = len(files) - i - 1
+			break
+		}
 	}
 	sum.print(stdout)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
+	}
+	if sum.notTried > 0 {
+		return fmt.Errorf("stopped: the server would refuse the other %d files the same way", sum.notTried)
 	}
 	if n := len(sum.refused); n > 0 {
 		return fmt.Errorf("%d of %d files refused", n, n+sum.ingested+sum.duplicates)
@@ -143,22 +150,24 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// ingestFile reads and ingests one file, drawing its progress bar.
-func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (fileOutcome, string) {
+// ingestFile reads and ingests one file, drawing its progress bar; stop
+// says the run should end here (see stopError).
+func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (outcome fileOutcome, detail string, stop bool) {
 	if limit, key := in.limit(f.name); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size)
+		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size), false
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
-		return outcomeRefused, "cannot read: " + describePathError(err)
+		return outcomeRefused, "cannot read: " + describePathError(err), false
 	}
 	bar := out.bar(f.path)
-	outcome, detail, err := in.ingest(ctx, f.path, f.name, data, bar.set)
+	outcome, detail, err = in.ingest(ctx, f.path, f.name, data, bar.set)
 	bar.done()
 	if err != nil {
-		return outcomeRefused, err.Error()
+		var stopErr *stopError
+		return outcomeRefused, err.Error(), errors.As(err, &stopErr)
 	}
-	return outcome, detail
+	return outcome, detail, false
 }
 
 // inputFile is a file to ingest: its path and the name the service sees
@@ -286,12 +295,17 @@ func progressFraction(p knowledge.Progress, embedding bool) (float64, string) {
 type summary struct {
 	ingested, duplicates int
 	refused              []walkError
+	notTried             int // files left when the run stopped (stopError)
 }
 
 func (s *summary) refuse(path, reason string) { s.refused = append(s.refused, walkError{path, reason}) }
 
 func (s *summary) print(w io.Writer) {
-	fmt.Fprintf(w, "\n%d ingested, %d skipped as duplicates, %d refused\n", s.ingested, s.duplicates, len(s.refused))
+	fmt.Fprintf(w, "\n%d ingested, %d skipped as duplicates, %d refused", s.ingested, s.duplicates, len(s.refused))
+	if s.notTried > 0 {
+		fmt.Fprintf(w, ", %d not tried (the server would refuse them the same way)", s.notTried)
+	}
+	fmt.Fprintln(w)
 	for _, r := range s.refused {
 		fmt.Fprintf(w, "  refused %s: %s\n", r.path, r.reason)
 	}

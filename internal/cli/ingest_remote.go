@@ -49,6 +49,7 @@ type documentReply struct {
 
 type errorReply struct {
 	Error struct {
+		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
@@ -74,8 +75,13 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 			if err := json.Unmarshal(body, &doc); err != nil {
 				return outcomeRefused, "", fmt.Errorf("the server's answer is not a document: %w", err)
 			}
-		case http.StatusServiceUnavailable:
-			if attempt < busyRetries {
+		default:
+			var e errorReply
+			_ = json.Unmarshal(body, &e)
+			reason := cmp.Or(e.Error.Message, fmt.Sprintf("the server answered %s", resp.Status))
+			// A full ingest queue (503) or the tenant's request rate (429
+			// rate_limited) passes: wait as the server asks and send again.
+			if (resp.StatusCode == http.StatusServiceUnavailable || e.Error.Code == "rate_limited") && attempt < busyRetries {
 				wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 				progress(0, "the server is busy; waiting")
 				if err := sleep(ctx, time.Duration(max(wait, 1))*time.Second); err != nil {
@@ -83,13 +89,10 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 				}
 				continue
 			}
-			fallthrough
-		default:
-			var e errorReply
-			if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-				return outcomeRefused, e.Error.Message, nil
+			if refusesEveryFile(resp.StatusCode) {
+				return outcomeRefused, "", &stopError{reason}
 			}
-			return outcomeRefused, fmt.Sprintf("the server answered %s", resp.Status), nil
+			return outcomeRefused, reason, nil
 		}
 		switch {
 		case doc.Duplicate:
@@ -137,6 +140,21 @@ func (r *remoteIngester) follow(ctx context.Context, id string, progress func(fl
 		}
 	}
 }
+
+// refusesEveryFile tells the answers that would be the same for every
+// other file: a key the server does not take (401), one that may not add
+// shared documents (403), or too many attempts with a wrong key (429
+// auth_rate_limited, which every further attempt would prolong; the
+// request rate's 429 is waited out before this is asked). The run stops
+// there rather than spend the rest of the files on it.
+func refusesEveryFile(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests
+}
+
+// stopError is a refusal that ends the run: see refusesEveryFile.
+type stopError struct{ reason string }
+
+func (e *stopError) Error() string { return e.reason }
 
 func describeReply(doc documentReply) string {
 	detail := fmt.Sprintf("%d chunks, %s", doc.Chunks, doc.ID)

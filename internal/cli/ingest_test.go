@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -137,6 +138,47 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 	}
 }
 
+// Without -server, the command shares the SQLite file with a running
+// server: a write of the other side that takes longer than a few seconds
+// (a big document) is waited for, not reported as a refusal.
+func TestIngestThroughTheStoreWaitsForAnotherWriter(t *testing.T) {
+	root := t.TempDir()
+	dbPath := filepath.Join(root, "chatpipe.db")
+	cfgPath := filepath.Join(root, "config.yaml")
+	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
+		"\nknowledge:\n  sample_docs: false\n"})
+	dir := sampleFolder(t)
+	if code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "a.md")); code != 0 {
+		t.Fatalf("first: exit %d\n%s", code, out)
+	}
+
+	other, err := sql.Open("sqlite", dbPath+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.Begin() // holds the write lock, as another process's long write does
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 6 * time.Second // longer than the 5 s the store used to wait
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(hold)
+		_ = tx.Rollback()
+	}()
+	start := time.Now()
+	code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "sub", "b.txt"))
+	<-released
+	if code != 0 || !strings.Contains(out, "1 ingested, 0 skipped as duplicates, 0 refused") {
+		t.Errorf("while another connection wrote: exit %d\n%s", code, out)
+	}
+	if waited := time.Since(start); waited < hold {
+		t.Errorf("ingested after %v, before the other write ended (%v)", waited, hold)
+	}
+}
+
 // Without -server, files are read as an upload of them is: a PDF by
 // pages, a DOCX by headings, a CSV as rows under its header; a type no
 // upload takes is refused as such.
@@ -218,7 +260,18 @@ func TestIngestThroughTheServerFollowsBackgroundIngestsAndSharesDocuments(t *tes
 	}()
 	dir := sampleFolder(t)
 
-	code, out := runIngest(t, "-server", srv.URL, "-key", betaKey, "-shared", filepath.Join(dir, "a.md"))
+	// A wrong key stops the run at the first file: each further attempt
+	// would count against the address's failed-key limit.
+	code, out := runIngest(t, "-server", srv.URL, "-key", "wrong-0123456789abcdef", dir)
+	if code != 1 || !strings.Contains(out, "refused    "+filepath.Join(dir, "a.md")+": The API key is not valid.") ||
+		!strings.Contains(out, "0 ingested, 0 skipped as duplicates, 1 refused, 6 not tried") ||
+		!strings.Contains(out, "stopped: the server would refuse the other 6 files the same way") {
+		t.Errorf("wrong key: exit %d\n%s", code, out)
+	}
+	code, out = runIngest(t, "-server", srv.URL, "-key", betaKey, "-shared", dir)
+	if code != 1 || !strings.Contains(out, "may not add shared documents") || !strings.Contains(out, "1 refused, 6 not tried") {
+		t.Errorf("shared upload with beta's key: exit %d\n%s", code, out)
+	}
 	if code != 1 || !strings.Contains(out, "may not add shared documents") {
 		t.Errorf("shared upload with beta's key: exit %d\n%s", code, out)
 	}

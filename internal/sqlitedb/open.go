@@ -17,7 +17,11 @@ const MemoryPath = ":memory:"
 
 // busyTimeoutMS is how long a connection waits for a lock held by another
 // connection (another process, a backup) before failing with SQLITE_BUSY.
-const busyTimeoutMS = 5000
+// Another process's write can be long: `chatpipe ingest` writes each
+// document in one transaction, a few seconds for a PDF of thousands of
+// pages (20,000 passages: about 5 s), and the server's uploads and saved
+// answers wait for it rather than fail; 5 s was too short for that.
+const busyTimeoutMS = 30000
 
 // DB is an open database: two pools, both in WAL mode with foreign keys
 // on.

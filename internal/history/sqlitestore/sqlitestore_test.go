@@ -70,10 +70,10 @@ func TestConnectionsUseWALAndPragmas(t *testing.T) {
 		{"writer", "journal_mode", "wal"},
 		{"writer", "foreign_keys", "1"},
 		{"writer", "synchronous", "1"}, // NORMAL
-		{"writer", "busy_timeout", "5000"},
+		{"writer", "busy_timeout", "30000"},
 		{"writer", "query_only", "0"},
 		{"reader", "journal_mode", "wal"},
-		{"reader", "busy_timeout", "5000"},
+		{"reader", "busy_timeout", "30000"},
 		{"reader", "query_only", "1"},
 	}
 	for _, c := range checks {
