@@ -213,6 +213,7 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"scanned PDF", "scan.pdf", docFixture(t, "scanned.pdf"), 422, "no_text", "No extractable text (scanned PDF?)"},
 		{"image-only PDF", "photo.pdf", docparsetest.ScannedPDF(t, 3), 422, "no_text", "No extractable text (scanned PDF?)"},
 		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "password"},
+		{"print-only PDF (owner password, 40-bit RC4)", "print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "save a copy without the protection"},
 		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
 		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
 		{"small zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), 413, "document_too_large", "zip bomb"},

@@ -227,6 +227,7 @@ func TestParseRefusesBadFilesWithAReason(t *testing.T) {
 		{"scanned PDF (Go writer)", "scan.pdf", docparsetest.ScannedPDF(t, 2), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
 		{"scanned PDF (ps2pdf, inline image)", "scan.pdf", fixture(t, "scanned.pdf"), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
 		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified"), docparse.Options{}, docparse.ErrEncrypted, "encrypted"},
+		{"PDF with an owner password only (40-bit RC4)", "print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified"), docparse.Options{}, docparse.ErrEncrypted, "protected (an owner password restricts it)"},
 		{"truncated PDF", "cut.pdf", pdfData[:len(pdfData)/2], docparse.Options{}, docparse.ErrCorrupt, "damaged"},
 		{"not a PDF", "fake.pdf", []byte("hello, I am text"), docparse.Options{}, docparse.ErrCorrupt, "not a PDF"},
 		{"zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 4<<20), docparse.Options{MaxUncompressedBytes: 1 << 20}, docparse.ErrTooLarge, "zip bomb"},

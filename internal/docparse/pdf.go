@@ -37,6 +37,14 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 		}
 		text, err := pageText(pages[i-1], i)
 		if err != nil {
+			if encrypted(r) {
+				// The reader opens a PDF whose user password is empty (one
+				// an owner password only restricts, to printing say), but
+				// its RC4 decryption of 40-bit keys uses too long an object
+				// key, so such a file's pages read as noise: say what it is
+				// rather than call it damaged.
+				return nil, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again")
+			}
 			return nil, err
 		}
 		if text != "" {
@@ -123,6 +131,16 @@ var pdfStructure = regexp.MustCompile(`\b(obj|endobj|stream|endstream|xref|trail
 
 // pdfHeader is the start of a PDF of any version: %PDF-d.d.
 var pdfHeader = regexp.MustCompile(`^%PDF-[0-9]\.[0-9]`)
+
+// encrypted reports whether the PDF's trailer names an encryption.
+func encrypted(r *pdf.Reader) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	return r.Trailer().Key("Encrypt").Kind() != pdf.Null
+}
 
 func pdfTitle(r *pdf.Reader) (title string) {
 	defer func() {

@@ -89,6 +89,19 @@ func EncryptedPDF(t testing.TB, text string) []byte {
 	return output(t, f)
 }
 
+// OwnerProtectedPDF is text in a PDF with an empty user password and an
+// owner password that forbids all but printing (40-bit RC4): every
+// viewer opens it without asking.
+func OwnerProtectedPDF(t testing.TB, text string) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.SetProtection(fpdf.CnProtectPrint, "", "owner-secret")
+	f.SetFont("Helvetica", "", 12)
+	f.AddPage()
+	f.MultiCell(0, 6, text, "", "L", false)
+	return output(t, f)
+}
+
 func output(t testing.TB, f *fpdf.Fpdf) []byte {
 	t.Helper()
 	var buf bytes.Buffer
