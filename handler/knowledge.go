@@ -189,7 +189,11 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 		}
 		switch part.FormName() {
 		case "file":
-			name := path.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
+			if gotFile {
+				return req, shared, &requestError{http.StatusBadRequest, "too_many_files",
+					`The upload has more than one "file" field; send one file per upload.`}
+			}
+			name := knowledge.UploadName(part.FileName())
 			ext := strings.ToLower(path.Ext(name))
 			unsupported := &requestError{http.StatusUnsupportedMediaType, "unsupported_type",
 				fmt.Sprintf("Files of type %s are not supported; upload %s files.", ext, supportedUploads)}
@@ -222,9 +226,19 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 			req.Title = strings.TrimSpace(string(data))
 		case "shared":
 			data, _ := io.ReadAll(io.LimitReader(part, 16))
-			v := strings.TrimSpace(string(data))
-			on, _ := strconv.ParseBool(v)
-			shared = on || v == "on" // "on": an HTML checkbox
+			switch v := strings.ToLower(strings.TrimSpace(string(data))); v {
+			case "on": // an HTML checkbox
+				shared = true
+			case "", "off":
+				shared = false
+			default:
+				on, err := strconv.ParseBool(v)
+				if err != nil {
+					return req, shared, &requestError{http.StatusBadRequest, "invalid_field",
+						`The "shared" field must be true or false.`}
+				}
+				shared = on
+			}
 		}
 		part.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -371,5 +372,73 @@ func TestTheSameLargeFileAgainIsADuplicateBeforeItIsParsed(t *testing.T) {
 	}
 	if total := h.documentTotal(); total != 1 {
 		t.Fatalf("%d documents; want the one", total)
+	}
+}
+
+// The form itself: one file per upload, a "shared" field that says yes or
+// no, and a file name that cannot pass for another or hide its type.
+func TestUploadFormsAreReadStrictlyAndFileNamesCleaned(t *testing.T) {
+	h := newHarness(t)
+	form := func(fields ...[2]string) (*bytes.Buffer, string) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		for _, f := range fields {
+			if strings.HasPrefix(f[0], "file:") {
+				fw, _ := w.CreateFormFile("file", strings.TrimPrefix(f[0], "file:"))
+				_, _ = fw.Write([]byte(f[1]))
+				continue
+			}
+			_ = w.WriteField(f[0], f[1])
+		}
+		_ = w.Close()
+		return &b, w.FormDataContentType()
+	}
+	send := func(fields ...[2]string) (int, []byte) {
+		t.Helper()
+		body, ct := form(fields...)
+		resp := h.do(t.Context(), "POST", "/api/v1/knowledge/documents", body.String(), "Content-Type", ct)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, data
+	}
+	before := h.documentTotal()
+	for _, c := range []struct {
+		what   string
+		fields [][2]string
+		code   string
+		says   string
+	}{
+		{"two files", [][2]string{{"file:a.txt", "The otter floats on its back."}, {"file:b.txt", "The heron waits in the reeds."}},
+			"too_many_files", "send one file per upload"},
+		{"a shared field that is neither yes nor no", [][2]string{{"shared", "maybe"}, {"file:a.txt", "The otter floats on its back."}},
+			"invalid_field", `"shared" field must be true or false`},
+	} {
+		status, body := send(c.fields...)
+		var e handler.ErrorBody
+		if err := json.Unmarshal(body, &e); err != nil || status != http.StatusBadRequest || e.Error.Code != c.code ||
+			!strings.Contains(e.Error.Message, c.says) {
+			t.Errorf("%s: %d %s; want 400 %s saying %q", c.what, status, body, c.code, c.says)
+		}
+	}
+	if n := h.documentTotal(); n != before {
+		t.Errorf("%d documents after the refused uploads, want %d", n, before)
+	}
+
+	// A direction override would show "report‮fdp.exe" as "reportexe.pdf";
+	// a trailing dot hides no type: the content decides.
+	for _, c := range []struct{ sent, title string }{
+		{"report\u202efdp.txt", "reportfdp"},
+		{"notes.", "notes"},
+		{"zero\u200bwidth.md", "zerowidth"},
+	} {
+		status, body := send([2]string{"file:" + c.sent, "The " + c.title + " file tells of kingfishers by the weir."})
+		var d handler.DocumentJSON
+		if err := json.Unmarshal(body, &d); err != nil || status != http.StatusCreated || d.Title != c.title {
+			t.Errorf("upload named %q: %d %s; want 201 titled %q", c.sent, status, body, c.title)
+		}
+	}
+	if status, body := send([2]string{"shared", "off"}, [2]string{"file:off.txt", "The moorhen nests on the bank."}); status != http.StatusCreated ||
+		strings.Contains(string(body), `"shared":true`) {
+		t.Errorf(`shared "off": %d %s`, status, body)
 	}
 }

@@ -82,7 +82,7 @@ func detectOOXML(ext, byExt string, data []byte, opts Options) (string, error) {
 		if byExt == "" || byExt == MediaCSV || byExt == MediaPDF {
 			return "", failf(ErrUnsupported, "the file is a ZIP archive, not a Word, PowerPoint or Excel document")
 		}
-		return "", failf(ErrCorrupt, "the file is named %s but is a ZIP archive of something else, not a %s document", ext, kindName(byExt))
+		return "", failf(ErrCorrupt, "the file is named %s but is a ZIP archive of something else, not %s document", ext, kindName(byExt))
 	}
 	// A zip bomb is refused here, before any of it is stored or queued
 	// for a background ingest.
@@ -95,11 +95,11 @@ func detectOOXML(ext, byExt string, data []byte, opts Options) (string, error) {
 func kindName(mediaType string) string {
 	switch mediaType {
 	case MediaDOCX:
-		return "Word"
+		return "a Word"
 	case MediaPPTX:
-		return "PowerPoint"
+		return "a PowerPoint"
 	case MediaXLSX:
-		return "Excel"
+		return "an Excel"
 	}
-	return mediaType
+	return "a " + mediaType
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
 )
@@ -30,6 +31,29 @@ const SupportedTypes = ".pdf, .docx, .pptx, .xlsx, .csv, .txt, .md or .html"
 // textExtensions are the extensions of the text files an upload may be;
 // the formats docparse reads are the others (IsFile).
 var textExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, ".markdown": true, ".html": true, ".htm": true}
+
+// UploadName is the name an upload's file is known by: the last element
+// of the name the client sent (a path's folders, with / or \, dropped),
+// without control characters and the invisible ones that make a name
+// read as another (direction overrides and isolates, zero-width space,
+// word joiner, byte-order mark; the zero-width joiners some scripts spell
+// with are kept), and without the trailing dots and spaces Windows drops
+// too ("report." is "report"); "" when nothing is left.
+func UploadName(sent string) string {
+	name := path.Base(strings.ReplaceAll(sent, `\`, "/"))
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) ||
+			r == '\u200b' || r == '\u2060' || r == '\ufeff' {
+			return -1
+		}
+		return r
+	}, name)
+	name = strings.TrimRight(name, ". ")
+	if name == "/" {
+		return ""
+	}
+	return name
+}
 
 // AcceptedName reports whether a file of this name may be uploaded: a
 // text type, a format docparse reads, or no extension at all (its content

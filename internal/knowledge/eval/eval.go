@@ -7,6 +7,7 @@ package eval
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -212,8 +213,9 @@ func WriteTable(w io.Writer, results []Result, verbose bool) {
 			if m.Rank > 0 {
 				rank = fmt.Sprintf("rank %d", m.Rank)
 			}
+			got := cmp.Or(strings.Join(m.Got, ", "), "nothing")
 			fmt.Fprintf(w, "  line %d: %q want %s (%s), got %s\n", m.Question.Line, m.Question.Text,
-				strings.Join(m.Question.Want, "|"), rank, strings.Join(m.Got, ", "))
+				strings.Join(m.Question.Want, "|"), rank, got)
 		}
 	}
 }
