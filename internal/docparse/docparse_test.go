@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -109,6 +110,12 @@ func TestParseDOCXHeadingPathsAndTables(t *testing.T) {
 	}
 	if !equalSections(doc.Sections, want) {
 		t.Fatalf("sections\n%+v\nwant\n%+v", doc.Sections, want)
+	}
+
+	// Some generators write no word/styles.xml: Word's built-in style ids
+	// still say which paragraphs are headings.
+	if bare := parse(t, "guide.docx", withoutPart(t, data, "word/styles.xml")); !equalSections(bare.Sections, want) {
+		t.Fatalf("without word/styles.xml: sections\n%+v\nwant\n%+v", bare.Sections, want)
 	}
 
 	lo := parse(t, "handbook.docx", fixture(t, "libreoffice-handbook.docx"))
@@ -424,4 +431,35 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 	if _, err := docparse.Parse(context.Background(), "manual.pdf", cut, docparse.Options{}); !errors.Is(err, docparse.ErrCorrupt) {
 		t.Errorf("an update cut short: %v; want ErrCorrupt", err)
 	}
+}
+
+// withoutPart is the ZIP package pkg without the part named name.
+func withoutPart(t *testing.T, pkg []byte, name string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [][2]string
+	found := false
+	for _, f := range zr.File {
+		if f.Name == name {
+			found = true
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, [2]string{f.Name, string(data)})
+	}
+	if !found {
+		t.Fatalf("the package has no part %s", name)
+	}
+	return docparsetest.Zip(t, parts...)
 }

@@ -93,6 +93,19 @@ func readWordStyles(p *pkg) (map[string]wordStyle, error) {
 	return out, nil
 }
 
+// builtinStyle is what a style id that word/styles.xml does not define
+// (or a package without that part, as some generators write) says by
+// itself: Word's built-in ids "Heading1" … "Heading9" and "Title".
+func builtinStyle(id string) wordStyle {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if n, ok := strings.CutPrefix(id, "heading"); ok {
+		if level, err := strconv.Atoi(strings.TrimSpace(n)); err == nil && level >= 1 && level <= 9 {
+			return wordStyle{level: level}
+		}
+	}
+	return wordStyle{title: id == "title"}
+}
+
 // wordWalker turns the token stream of a document part into sections.
 type wordWalker struct {
 	styles map[string]wordStyle
@@ -201,7 +214,10 @@ func (w *wordWalker) endParagraph() {
 		w.cell = append(w.cell, text)
 		return
 	}
-	st := w.styles[w.style]
+	st, ok := w.styles[w.style]
+	if !ok {
+		st = builtinStyle(w.style)
+	}
 	level := st.level
 	if w.outline > 0 {
 		level = w.outline
