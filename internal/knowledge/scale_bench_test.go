@@ -129,3 +129,67 @@ func processCPU() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSearchBesideALargeTenant measures a small tenant's keyword
+// search (1,000 chunks of its own) in a SQLite store that also holds
+// another tenant's 100,000 chunks, which share its vocabulary ("zipf":
+// the generated corpus) or, worse, all hold the words it asks for
+// ("same words"): the other tenant's matches must cost it as little as
+// possible.
+//
+//	go test -run '^$' -bench SearchBesideALargeTenant -benchtime 200x ./internal/knowledge/
+func BenchmarkSearchBesideALargeTenant(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		words string // in every chunk of both tenants, and in every query
+	}{{"zipf", ""}, {"same words", "harbour lantern keeper"}} {
+		b.Run(c.name, func(b *testing.B) {
+			large, small := knowledgetest.NewScaleCorpus(5000, 20), knowledgetest.NewScaleCorpus(50, 20)
+			for _, corpus := range []knowledgetest.ScaleCorpus{large, small} {
+				for _, d := range corpus.Docs {
+					for i := range d.Sections {
+						d.Sections[i] += " " + c.words
+					}
+				}
+			}
+			s, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "chatpipe.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			start := time.Now()
+			if err := large.Load(ctx, s, "large", nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := small.Load(ctx, s, "small", nil); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("loaded %d + %d chunks in %v", large.Chunks(), small.Chunks(), time.Since(start).Round(time.Millisecond))
+			svc := knowledge.NewService(s, nil, testConfig(), nil)
+			var durations []time.Duration
+			hits, i := 0, 0
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				start := time.Now()
+				q := strings.TrimSpace(large.Queries[i%len(large.Queries)] + " " + c.words)
+				resp, err := svc.Search(ctx, retrieval.SearchRequest{TenantID: "small", Query: q})
+				durations = append(durations, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, h := range resp.Hits {
+					if !strings.HasPrefix(h.DocumentID, "small-") {
+						b.Fatalf("the small tenant found %s", h.DocumentID)
+					}
+				}
+				hits += len(resp.Hits)
+				i++
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
+			reportPercentiles(b, durations)
+			b.ReportMetric(float64(hits)/float64(i), "hits/op")
+		})
+	}
+}

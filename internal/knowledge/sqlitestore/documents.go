@@ -92,7 +92,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 		return nil, err
 	}
 	defer insChunk.Close()
-	insTerms, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)`)
+	insTerms, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body, tenant) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func insertChunks(ctx context.Context, tx *sql.Tx, doc knowledge.Document, chunk
 			return nil, fmt.Errorf("chunk %s: %w", c.ID, err)
 		}
 		if _, err := insTerms.ExecContext(ctx, seqs[i], title, knowledge.IndexText(c.Heading),
-			knowledge.IndexText(c.Content)); err != nil {
+			knowledge.IndexText(c.Content), tenantTerm(doc.TenantID)); err != nil {
 			return nil, fmt.Errorf("index chunk %s: %w", c.ID, err)
 		}
 	}

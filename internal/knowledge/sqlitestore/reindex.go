@@ -50,18 +50,18 @@ func reindexTerms(ctx context.Context, db *sql.DB) (n int, err error) {
 	if err := docRows.Err(); err != nil {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT seq, document_id, heading, content FROM knowledge_chunks ORDER BY seq`)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, document_id, tenant_id, heading, content FROM knowledge_chunks ORDER BY seq`)
 	if err != nil {
 		return 0, err
 	}
 	type entry struct {
-		seq                     int64
-		document, heading, body string
+		seq                             int64
+		document, tenant, heading, body string
 	}
 	var entries []entry
 	for rows.Next() {
 		var e entry
-		if err := rows.Scan(&e.seq, &e.document, &e.heading, &e.body); err != nil {
+		if err := rows.Scan(&e.seq, &e.document, &e.tenant, &e.heading, &e.body); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -74,14 +74,14 @@ func reindexTerms(ctx context.Context, db *sql.DB) (n int, err error) {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts`); err != nil {
 		return 0, fmt.Errorf("clear the keyword index: %w", err)
 	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (?, ?, ?, ?)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO knowledge_fts (rowid, title, heading, body, tenant) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return 0, err
 	}
 	defer ins.Close()
 	for _, e := range entries {
 		if _, err := ins.ExecContext(ctx, e.seq, titles[e.document], knowledge.IndexText(e.heading),
-			knowledge.IndexText(e.body)); err != nil {
+			knowledge.IndexText(e.body), tenantTerm(e.tenant)); err != nil {
 			return 0, fmt.Errorf("index chunk %d: %w", e.seq, err)
 		}
 	}

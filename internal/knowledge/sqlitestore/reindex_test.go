@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,5 +56,54 @@ func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 	// Opening again finds the index current and leaves it be.
 	if n, err := reindexTerms(t.Context(), s.writer); err != nil || n != 0 {
 		t.Errorf("second reindex = %d, %v; want nothing to do", n, err)
+	}
+}
+
+// A database whose keyword index has no tenant column (before migration
+// 0010) is re-indexed with one when a newer chatpipe opens it, and a
+// search of one tenant then finds its chunks only, through FTS5.
+func TestOpenAddsTenantsToAnOlderIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations.Load(migrationFiles)
+	if err != nil || len(ms) < 10 || ms[9].Version != 10 {
+		t.Fatalf("migrations = %v, %v", ms, err)
+	}
+	if err := migrate(t.Context(), old, ms[:9], time.Now); err != nil {
+		t.Fatalf("migrate to version 9: %v", err)
+	}
+	stmts := []string{fmt.Sprintf(`UPDATE knowledge_state SET terms_version = %d`, knowledge.TermsVersion)}
+	for i, tenant := range []string{"acme", "beta"} {
+		content := "The " + tenant + " lighthouse keeps its lamp lit all night."
+		id := tenant + "-doc"
+		stmts = append(stmts,
+			fmt.Sprintf(`INSERT INTO knowledge_documents (id, tenant_id, title, content, content_hash, bytes, chunk_count, embedded, created_at)
+			 VALUES ('%s', '%s', 'Lighthouse', '%s', '%s', %d, 1, 0, '2025-01-01T00:00:00.000000Z')`, id, tenant, content, knowledge.ContentHash(content), len(content)),
+			fmt.Sprintf(`INSERT INTO knowledge_chunks (seq, id, document_id, tenant_id, idx, content, tokens) VALUES (%d, '%s-0', '%s', '%s', 0, '%s', 10)`, i+1, id, id, tenant, content),
+			fmt.Sprintf(`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (%d, '%s', '', '%s')`, i+1,
+				knowledge.IndexText(knowledge.TitleText("Lighthouse", content)), knowledge.IndexText(content)))
+	}
+	for _, stmt := range stmts {
+		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openFile(t, path)
+	defer s.Close()
+	for _, tenant := range []string{"acme", "beta"} {
+		hits, err := s.keywordSearch(t.Context(), []string{tenant}, knowledge.QueryTerms("lighthouse lamp"), nil, 10, true)
+		if err != nil || len(hits) != 1 || hits[0].DocumentID != tenant+"-doc" {
+			t.Errorf("%s's search = %+v, %v; want its own document only", tenant, hits, err)
+		}
+	}
+	if hits, err := s.keywordSearch(t.Context(), []string{"gamma"}, knowledge.QueryTerms("lighthouse lamp"), nil, 10, true); err != nil || len(hits) != 0 {
+		t.Errorf("another tenant's search = %+v, %v; want nothing", hits, err)
 	}
 }

@@ -3,7 +3,9 @@ package sqlitestore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -29,10 +31,11 @@ const maxLimit = 1000
 // the query (knowledge.QueryProximities) found within a few terms of each
 // other in a chunk add their own bm25, a fifth of a term's weight.
 //
-// The tenants are kept inside the ranking query, before the limit: the
-// matches of other tenants are dropped as FTS5 yields them, so they never
-// take one of the tenants' places. Only the kept, best `limit` are then
-// read in full. (bm25's term statistics are the whole index's, as one
+// The tenants are kept inside the match expression, before the limit:
+// FTS5 ranks their chunks only (each chunk's tenant is a term of its
+// index row), so other tenants' matches never take one of their places
+// and cost them next to nothing. Only the best `limit` are then read in
+// full. (bm25's term statistics are the whole index's, as one
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
@@ -59,7 +62,7 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 // bonus of pairs (nil = none); alwaysFilter keeps the tenant filter where
 // it would drop nothing (for tests).
 func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	expr := matchExpression(terms)
+	expr := fromText(matchExpression(terms))
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -72,20 +75,20 @@ func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pair
 	defer func() { _ = sqlitedb.IgnoreDone(tx.Rollback()) }()
 	// When every document is one of the tenants' (one tenant, or one and
 	// the shared documents: the usual case), the tenant filter is left
-	// out: it would drop nothing, and its look-up per match costs a third
-	// of the search.
+	// out: it would drop nothing, and reading the tenants' terms costs
+	// time.
 	only, err := holdsOnly(ctx, tx, tenants)
 	if err != nil {
 		return nil, err
 	}
-	proximity := proximityExpression(pairs)
-	args := []any{expr, min(limit, maxLimit), proximity}
-	filter := 0
+	proximity := fromText(proximityExpression(pairs))
 	if !only || alwaysFilter {
-		filter = len(tenants)
-		args = append(args, anys(tenants)...)
+		expr = forTenants(expr, tenants)
+		if proximity != "" {
+			proximity = forTenants(proximity, tenants)
+		}
 	}
-	rows, err := tx.QueryContext(ctx, rankingSQL(filter, proximity != ""), args...)
+	rows, err := tx.QueryContext(ctx, rankingSQL(proximity != ""), expr, min(limit, maxLimit), proximity)
 	if err != nil {
 		return nil, err
 	}
@@ -108,23 +111,14 @@ func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pair
 // set 0.2 was best, 0.1 and 0.3 a little less good (docs/retrieval.md).
 const proximityWeight = 0.2
 
-// rankingSQL ranks in the subquery: FTS5 is the outer loop (CROSS JOIN
-// keeps the planner from turning it around) and each match's tenant is
-// read from the small index knowledge_chunks_tenant_of, never from the
-// chunk row with its text and embedding; only the tenants' matches are
-// sorted by score. With proximity, the bm25 of the chunks matching the
-// proximity expression, found first, is added to their score, weighted
-// by proximityWeight. Parameters: the match expression, the limit, the
-// proximity expression (unused without proximity), then the tenants
-// filtered by; with filter 0 there is no tenant filter.
-func rankingSQL(filter int, proximity bool) string {
-	tenantFilter := ""
-	if filter > 0 {
-		tenantFilter = `CROSS JOIN knowledge_chunks m INDEXED BY knowledge_chunks_tenant_of ON m.seq = knowledge_fts.rowid
-		      WHERE m.tenant_id IN (?4` + strings.Repeat(",?", filter-1) + `) AND`
-	} else {
-		tenantFilter = `WHERE`
-	}
+// rankingSQL ranks in the subquery, FTS5 first (the tenants, when they
+// are not every document's, are part of its match expression: see
+// forTenants); only the best limit are then read in full. With
+// proximity, the bm25 of the chunks matching the proximity expression,
+// found first, is added to their score, weighted by proximityWeight.
+// Parameters: the match expression, the limit, the proximity expression
+// (unused without proximity).
+func rankingSQL(proximity bool) string {
 	with, score, join := `WITH p AS (SELECT ?3 AS unused)`, bm25, ""
 	if proximity {
 		// MATERIALIZED: the proximity matches are found once, not once
@@ -136,16 +130,48 @@ func rankingSQL(filter int, proximity bool) string {
 	return with + `
 	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, f.score
 	FROM (SELECT knowledge_fts.rowid AS seq, ` + score + ` AS score
-	      FROM knowledge_fts ` + join + ` ` + tenantFilter + ` knowledge_fts MATCH ?1
+	      FROM knowledge_fts ` + join + ` WHERE knowledge_fts MATCH ?1
 	      ORDER BY score LIMIT ?2) AS f
 	JOIN knowledge_chunks c ON c.seq = f.seq
 	JOIN knowledge_documents d ON d.id = c.document_id
 	ORDER BY f.score, c.seq`
 }
 
+// textColumns are the keyword index's columns of text; the other one,
+// tenant, holds each chunk's tenantTerm.
+const textColumns = `{title heading body}`
+
+// fromText keeps a match expression to the columns of text, so that no
+// query word ever matches a tenant term; "" stays "".
+func fromText(expr string) string {
+	if expr == "" {
+		return ""
+	}
+	return textColumns + ` : (` + expr + `)`
+}
+
+// forTenants is expr limited to the chunks of tenants: FTS5 intersects
+// the matches with the tenants' terms itself, so another tenant's
+// matches are never ranked, however many there are.
+func forTenants(expr string, tenants []string) string {
+	terms := make([]string, len(tenants))
+	for i, t := range tenants {
+		terms[i] = tenantTerm(t)
+	}
+	return `(` + expr + `) AND tenant : (` + strings.Join(terms, " OR ") + `)`
+}
+
+// tenantTerm is the keyword index's term for a tenant: a hash, as a
+// tenant id may hold characters the tokenizer would split on, 128 bits of
+// it so that two tenants never share one.
+func tenantTerm(tenantID string) string {
+	h := sha256.Sum256([]byte(tenantID))
+	return "t" + hex.EncodeToString(h[:16])
+}
+
 // bm25 is a chunk's keyword score, lower is better: a match in the title
 // field weighs ten times one in the heading or text.
-const bm25 = `bm25(knowledge_fts, 10.0, 1.0, 1.0)`
+const bm25 = `bm25(knowledge_fts, 10.0, 1.0, 1.0, 0.0)`
 
 // proximityExpression ORs a NEAR group of each pair of terms (see
 // knowledge.QueryProximities), each term quoted as in matchExpression; ""
