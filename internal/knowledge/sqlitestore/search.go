@@ -58,11 +58,29 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 	return hits, nil
 }
 
-// keywordSearch ranks the chunks matching terms, with the proximity
-// bonus of pairs (nil = none); alwaysFilter keeps the tenant filter where
-// it would drop nothing (for tests).
+// KeywordSearchTitleTerms is KeywordSearchTerms restricted to matches in
+// the title field (the document's title and lead, knowledge.TitleText):
+// bm25 counts only the terms' title-field occurrences (see
+// knowledge.TitleSearcher).
+func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
+	hits, err := s.keywordSearchIn(ctx, knowledge.TenantList(tenantIDs), titleColumn, terms, nil, limit, false)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	return hits, nil
+}
+
+// keywordSearch ranks the chunks matching terms in their text columns,
+// with the proximity bonus of pairs (nil = none); alwaysFilter keeps the
+// tenant filter where it would drop nothing (for tests).
 func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	expr := fromText(matchExpression(terms))
+	return s.keywordSearchIn(ctx, tenants, textColumns, terms, pairs, limit, alwaysFilter)
+}
+
+// keywordSearchIn is keywordSearch of matches in columns (an FTS5 column
+// filter: textColumns or titleColumn).
+func (s *Store) keywordSearchIn(ctx context.Context, tenants []string, columns string, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
+	expr := inColumns(columns, matchExpression(terms))
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -81,7 +99,7 @@ func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pair
 	if err != nil {
 		return nil, err
 	}
-	proximity := fromText(proximityExpression(pairs))
+	proximity := inColumns(columns, proximityExpression(pairs))
 	if !only || alwaysFilter {
 		expr = forTenants(expr, tenants)
 		if proximity != "" {
@@ -138,16 +156,20 @@ func rankingSQL(proximity bool) string {
 }
 
 // textColumns are the keyword index's columns of text; the other one,
-// tenant, holds each chunk's tenantTerm.
-const textColumns = `{title heading body}`
+// tenant, holds each chunk's tenantTerm. titleColumn is the title field
+// alone.
+const (
+	textColumns = `{title heading body}`
+	titleColumn = `{title}`
+)
 
-// fromText keeps a match expression to the columns of text, so that no
-// query word ever matches a tenant term; "" stays "".
-func fromText(expr string) string {
+// inColumns keeps a match expression to columns (of text: no query word
+// ever matches a tenant term); "" stays "".
+func inColumns(columns, expr string) string {
 	if expr == "" {
 		return ""
 	}
-	return textColumns + ` : (` + expr + `)`
+	return columns + ` : (` + expr + `)`
 }
 
 // forTenants is expr limited to the chunks of tenants: FTS5 intersects

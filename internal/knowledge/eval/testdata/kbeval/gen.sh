@@ -4,10 +4,12 @@
 # and it is cut to the first MAXBYTES bytes at a line end. Needs the
 # packages manpages (English) and manpages-zh (Chinese, extracted with
 # `apt-get download manpages-zh && dpkg-deb -x manpages-zh_*.deb ZHROOT`).
-# Usage: gen.sh ZHROOT   (run from this folder)
+# Usage: gen.sh ZHROOT   (writes ./docs: run from this folder. The whole
+# pages of docs/retrieval.md: MAXBYTES=40000 sh gen.sh ZHROOT from a
+# scratch folder)
 set -eu
 ZHROOT=${1:?usage: gen.sh ZHROOT}
-MAXBYTES=3500
+MAXBYTES=${MAXBYTES:-3500}
 EN="man7/capabilities.7 man7/cgroups.7 man7/namespaces.7 man7/inotify.7 man7/pipe.7 man7/futex.7
 man7/symlink.7 man7/environ.7 man7/boot.7 man7/inode.7 man7/path_resolution.7 man7/time.7
 man7/sem_overview.7 man7/shm_overview.7 man7/mq_overview.7 man7/pthreads.7 man7/sched.7

@@ -1,0 +1,69 @@
+package knowledge
+
+import (
+	"context"
+	"strings"
+)
+
+// A page's lead (see Lead) is indexed in the title field of every chunk,
+// where bm25 weighs it ten times a chunk's text, but in one saturating
+// term frequency with the chunk's heading and text: a word found in both
+// the lead and the text counts little more than one found in the text
+// alone, so raising the title weight changes nothing (docs/retrieval.md).
+// For English the lead is the best evidence of what a page is about — a
+// manual page's NAME line, "fork - create a child process" — so keyword
+// search scores it once more on its own: the question's English words
+// (its Latin-script QueryTerms) and its English bridge (BridgeTerms, for
+// a Chinese question) are searched in the title field only
+// (TitleSearcher), and a chunk that holds no Chinese adds that score ×
+// leadEnglishWeight to its own. Chunks holding Chinese get nothing from
+// it: the English of a Chinese page's lead is mostly its command name,
+// which an English question naming the command would otherwise pull
+// above the English page that answers it.
+
+// leadEnglishWeight is what a chunk's title-field score for the English
+// terms counts against its score for the query. Chosen on the tuning
+// sets (questions.tsv and crosslingual.tsv, cut and full-length pages):
+// 0.2 to 0.4 all raise tuning MRR, 0.3 most; 0.5 lowers it.
+const leadEnglishWeight = 0.3
+
+// TitleSearcher is implemented by stores that can search the title field
+// (a document's title and lead, TitleText) alone; the service uses it
+// when the store has it.
+type TitleSearcher interface {
+	// KeywordSearchTitleTerms is KeywordSearchTerms restricted to
+	// matches in the title field; scores are on KeywordSearch's scale.
+	KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]Hit, error)
+}
+
+// leadEnglishTerms returns the Latin-script terms of query and the terms
+// of its bridge, each once; nil when there are none.
+func leadEnglishTerms(query string, bridge []string) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, terms := range [][]string{QueryTerms(query), bridge} {
+		for _, t := range terms {
+			if !isUnspacedTerm(t) && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// holdsChinese reports whether a hit's title or text holds a Han character.
+func holdsChinese(h Hit) bool {
+	return strings.ContainsFunc(h.Title, isHan) || strings.ContainsFunc(h.Content, isHan)
+}
+
+// withoutChinese returns the hits that hold no Chinese, in order.
+func withoutChinese(hits []Hit) []Hit {
+	out := hits[:0:0]
+	for _, h := range hits {
+		if !holdsChinese(h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
