@@ -190,6 +190,10 @@ type Search struct {
 	KeywordWeight float64 `mapstructure:"keyword_weight"` // weight of the bm25 ranking
 	VectorWeight  float64 `mapstructure:"vector_weight"`  // weight of the embedding ranking
 	RRFK          int     `mapstructure:"rrf_k"`          // fusion score is weight/(rrf_k+rank)
+	// LeadWeight: the question's English words scored once more in each
+	// document's lead alone, this much against its keyword score (SQLite;
+	// 0 = off). See docs/retrieval.md, "An English lead score".
+	LeadWeight float64 `mapstructure:"lead_weight"`
 }
 
 // Auth lists the API keys. Each key belongs to a tenant; sessions, streams

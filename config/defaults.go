@@ -157,6 +157,7 @@ func builtinDefaults() map[string]any {
 				"keyword_weight": 1.0,
 				"vector_weight":  0.2,
 				"rrf_k":          5,
+				"lead_weight":    0.0,
 			},
 			"ingest": map[string]any{
 				"workers":          2,

@@ -62,7 +62,7 @@ func KnowledgeOptions(cfg *config.Config) knowledge.Options {
 		Chunking:       knowledge.Chunker{TargetTokens: k.Chunking.TargetTokens, OverlapTokens: k.Chunking.OverlapTokens},
 		EmbedBatchSize: k.Embedding.BatchSize,
 		Search: knowledge.SearchOptions{TopK: k.Search.TopK, KeywordWeight: k.Search.KeywordWeight,
-			VectorWeight: k.Search.VectorWeight, RRFK: k.Search.RRFK},
+			VectorWeight: k.Search.VectorWeight, RRFK: k.Search.RRFK, LeadWeight: k.Search.LeadWeight},
 		Ingest: knowledge.IngestOptions{Workers: k.Ingest.Workers, Queue: k.Ingest.Queue,
 			StaleAfter: k.Ingest.StaleAfter, MaxAttempts: k.Ingest.MaxAttempts},
 	}

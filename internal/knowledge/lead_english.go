@@ -12,20 +12,19 @@ import (
 // alone, so raising the title weight changes nothing (docs/retrieval.md).
 // For English the lead is the best evidence of what a page is about — a
 // manual page's NAME line, "fork - create a child process" — so keyword
-// search scores it once more on its own: the question's English words
+// search can score it once more on its own: the question's English words
 // (its Latin-script QueryTerms) and its English bridge (BridgeTerms, for
 // a Chinese question) are searched in the title field only
 // (TitleSearcher), and a chunk that holds no Chinese adds that score ×
-// leadEnglishWeight to its own. Chunks holding Chinese get nothing from
-// it: the English of a Chinese page's lead is mostly its command name,
-// which an English question naming the command would otherwise pull
-// above the English page that answers it.
-
-// leadEnglishWeight is what a chunk's title-field score for the English
-// terms counts against its score for the query. Chosen on the tuning
-// sets (questions.tsv and crosslingual.tsv, cut and full-length pages):
-// 0.2 to 0.4 all raise tuning MRR, 0.3 most; 0.5 lowers it.
-const leadEnglishWeight = 0.3
+// SearchOptions.LeadWeight to its own. Chunks holding Chinese get nothing
+// from it: the English of a Chinese page's lead is mostly its command
+// name, which an English question naming the command would otherwise
+// pull above the English page that answers it.
+//
+// It is off by default: on the tuning sets 0.2 to 0.4 all raise MRR
+// (0.3 most, 0.5 lowers it), most for Chinese questions about English
+// pages, but the query searches every chunk's title field again, which
+// added 12–13 ms to a rag question's first byte at 100,000 chunks.
 
 // TitleSearcher is implemented by stores that can search the title field
 // (a document's title and lead, TitleText) alone; the service uses it

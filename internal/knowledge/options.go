@@ -31,6 +31,10 @@ type SearchOptions struct {
 	KeywordWeight float64 // weight of the bm25 ranking; 0 = no keyword search
 	VectorWeight  float64 // weight of the embedding ranking; 0 = no vector search
 	RRFK          int     // fusion score is weight/(RRFK+rank); 0 = 60
+	// LeadWeight is what a chunk's title-field score for the question's
+	// English terms counts against its keyword score (see
+	// TitleSearcher); 0 = not searched.
+	LeadWeight float64
 }
 
 // IngestOptions bound background ingestion: Workers goroutines parse,

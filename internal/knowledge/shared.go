@@ -69,8 +69,8 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // shared chunks, best limit first: one store query for both, and one more
 // each for the query's English bridge (BridgeTerms) and its expansion
 // (ExpansionTerms) when it has them, and for its English terms in the
-// title field (see leadEnglishWeight) when the store is a TitleSearcher,
-// each added to a chunk's score with its weight.
+// title field when Search.LeadWeight is set and the store is a
+// TitleSearcher, each added to a chunk's score with its weight.
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
@@ -99,13 +99,14 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		// back through the expansion.
 		hits = addExpansion(hits, found, more.weight, len(hits)+len(found))
 	}
-	if ts, ok := s.store.(TitleSearcher); ok {
+	if ts, ok := s.store.(TitleSearcher); ok && s.options().Search.LeadWeight > 0 {
 		if terms := leadEnglishTerms(query, bridge); len(terms) > 0 {
 			found, err := ts.KeywordSearchTitleTerms(ctx, tenants, terms, limit)
 			if err != nil {
 				return nil, err
 			}
-			hits = addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadEnglishWeight }, len(hits)+len(found))
+			weight := s.options().Search.LeadWeight
+			hits = addExpansion(hits, withoutChinese(found), func(Hit) float64 { return weight }, len(hits)+len(found))
 		}
 	}
 	return hits[:min(limit, len(hits))], nil
