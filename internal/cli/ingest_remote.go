@@ -79,9 +79,12 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 			var e errorReply
 			_ = json.Unmarshal(body, &e)
 			reason := cmp.Or(e.Error.Message, fmt.Sprintf("the server answered %s", resp.Status))
-			// A full ingest queue (503) or the tenant's request rate (429
-			// rate_limited) passes: wait as the server asks and send again.
-			if (resp.StatusCode == http.StatusServiceUnavailable || e.Error.Code == "rate_limited") && attempt < busyRetries {
+			// A full ingest queue (503) or a request rate (a 429 other than
+			// the failed-key limit's, a proxy's too) passes: wait as the
+			// server asks and send again.
+			passes := resp.StatusCode == http.StatusServiceUnavailable ||
+				resp.StatusCode == http.StatusTooManyRequests && e.Error.Code != "auth_rate_limited"
+			if passes && attempt < busyRetries {
 				wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 				progress(0, "the server is busy; waiting")
 				if err := sleep(ctx, time.Duration(max(wait, 1))*time.Second); err != nil {
@@ -89,7 +92,7 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 				}
 				continue
 			}
-			if refusesEveryFile(resp.StatusCode) {
+			if refusesEveryFile(resp.StatusCode, e.Error.Code) {
 				return outcomeRefused, "", &stopError{reason}
 			}
 			return outcomeRefused, reason, nil
@@ -141,14 +144,15 @@ func (r *remoteIngester) follow(ctx context.Context, id string, progress func(fl
 	}
 }
 
-// refusesEveryFile tells the answers that would be the same for every
-// other file: a key the server does not take (401), one that may not add
-// shared documents (403), or too many attempts with a wrong key (429
-// auth_rate_limited, which every further attempt would prolong; the
-// request rate's 429 is waited out before this is asked). The run stops
-// there rather than spend the rest of the files on it.
-func refusesEveryFile(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests
+// refusesEveryFile tells chatpipe's answers that would be the same for
+// every other file: a key it does not take (401), one that may not add
+// shared documents (403 forbidden), or too many attempts with a wrong key
+// (429 auth_rate_limited, which every further attempt would prolong). The
+// run stops there rather than spend the rest of the files on it; another
+// 403 (a proxy's, say) refuses the one file.
+func refusesEveryFile(status int, code string) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden && code == "forbidden" ||
+		status == http.StatusTooManyRequests && code == "auth_rate_limited"
 }
 
 // stopError is a refusal that ends the run: see refusesEveryFile.

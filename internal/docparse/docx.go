@@ -80,8 +80,8 @@ func readWordStyles(p *pkg) (map[string]wordStyle, error) {
 	for _, s := range doc.Styles {
 		name := strings.ToLower(strings.TrimSpace(s.Name.Val))
 		var st wordStyle
-		if n, ok := strings.CutPrefix(name, "heading "); ok {
-			st.level, _ = strconv.Atoi(n)
+		if level := headingLevel(name); level > 0 {
+			st.level = level
 		} else if s.PPr.Outline != nil {
 			if lvl, err := strconv.Atoi(s.PPr.Outline.Val); err == nil && lvl < 9 {
 				st.level = lvl + 1
@@ -98,12 +98,24 @@ func readWordStyles(p *pkg) (map[string]wordStyle, error) {
 // itself: Word's built-in ids "Heading1" … "Heading9" and "Title".
 func builtinStyle(id string) wordStyle {
 	id = strings.ToLower(strings.TrimSpace(id))
-	if n, ok := strings.CutPrefix(id, "heading"); ok {
-		if level, err := strconv.Atoi(strings.TrimSpace(n)); err == nil && level >= 1 && level <= 9 {
-			return wordStyle{level: level}
-		}
+	if level := headingLevel(id); level > 0 {
+		return wordStyle{level: level}
 	}
 	return wordStyle{title: id == "title"}
+}
+
+// headingLevel is the level of a lower-case style name or id "heading N"
+// or "headingN", N from 1 to 9; 0 for any other.
+func headingLevel(s string) int {
+	n, ok := strings.CutPrefix(s, "heading")
+	if !ok {
+		return 0
+	}
+	level, err := strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || level < 1 || level > 9 {
+		return 0
+	}
+	return level
 }
 
 // wordWalker turns the token stream of a document part into sections.

@@ -25,6 +25,9 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	if err != nil {
 		return nil, err
 	}
+	if shortRC4Key(r) {
+		return nil, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again")
+	}
 	pages, err := pageList(r)
 	if err != nil {
 		return nil, err
@@ -37,14 +40,6 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 		}
 		text, err := pageText(pages[i-1], i)
 		if err != nil {
-			if encrypted(r) {
-				// The reader opens a PDF whose user password is empty (one
-				// an owner password only restricts, to printing say), but
-				// its RC4 decryption of 40-bit keys uses too long an object
-				// key, so such a file's pages read as noise: say what it is
-				// rather than call it damaged.
-				return nil, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again")
-			}
 			return nil, err
 		}
 		if text != "" {
@@ -132,14 +127,34 @@ var pdfStructure = regexp.MustCompile(`\b(obj|endobj|stream|endstream|xref|trail
 // pdfHeader is the start of a PDF of any version: %PDF-d.d.
 var pdfHeader = regexp.MustCompile(`^%PDF-[0-9]\.[0-9]`)
 
-// encrypted reports whether the PDF's trailer names an encryption.
-func encrypted(r *pdf.Reader) (yes bool) {
+// shortRC4Key reports whether the PDF is encrypted with RC4 and a key
+// shorter than 128 bits (V 1, or V 2 with a Length below 128: the 40-bit
+// keys of print-only PDFs). The reader opens such a file when its user
+// password is empty, but decrypts its objects with a 16-byte key where
+// the standard takes the key's length plus 5 bytes (checked by hand on a
+// 40-bit file: the first 10 bytes of the same hash decrypt it), so its
+// pages would read as noise.
+func shortRC4Key(r *pdf.Reader) (short bool) {
 	defer func() {
 		if recover() != nil {
-			yes = false
+			short = false
 		}
 	}()
-	return r.Trailer().Key("Encrypt").Kind() != pdf.Null
+	enc := r.Trailer().Key("Encrypt")
+	if enc.Kind() == pdf.Null {
+		return false
+	}
+	bits := enc.Key("Length").Int64()
+	if bits == 0 {
+		bits = 40
+	}
+	switch enc.Key("V").Int64() {
+	case 1:
+		return true
+	case 2:
+		return bits < 128
+	}
+	return false
 }
 
 func pdfTitle(r *pdf.Reader) (title string) {

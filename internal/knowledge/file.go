@@ -34,25 +34,35 @@ var textExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, "
 
 // UploadName is the name an upload's file is known by: the last element
 // of the name the client sent (a path's folders, with / or \, dropped),
-// without control characters and the invisible ones that make a name
-// read as another (direction overrides and isolates, zero-width space,
-// word joiner, byte-order mark; the zero-width joiners some scripts spell
-// with are kept), and without the trailing dots and spaces Windows drops
-// too ("report." is "report"); "" when nothing is left.
+// cleaned (CleanName), and without the trailing dots and spaces Windows
+// drops too ("report." is "report"); "" when nothing is left. FileRequest
+// applies it, so every way a file arrives names it alike.
 func UploadName(sent string) string {
 	name := path.Base(strings.ReplaceAll(sent, `\`, "/"))
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) ||
-			r == '\u200b' || r == '\u2060' || r == '\ufeff' {
-			return -1
-		}
-		return r
-	}, name)
-	name = strings.TrimRight(name, ". ")
+	name = strings.TrimRight(CleanName(name), ". ")
 	if name == "/" {
 		return ""
 	}
 	return name
+}
+
+// CleanName is a name (a file's, a title) without control characters and
+// the invisible ones that make it read as another: format characters
+// (direction overrides and isolates, zero-width space, word joiner, soft
+// hyphen, byte-order mark, tags; not the zero-width joiners some scripts
+// spell with), line and paragraph separators, variation selectors and the
+// Hangul fillers.
+func CleanName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\u200c' || r == '\u200d':
+			return r
+		case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Variation_Selector),
+			r == '\u115f' || r == '\u1160' || r == '\u3164' || r == '\uffa0':
+			return -1
+		}
+		return r
+	}, name)
 }
 
 // AcceptedName reports whether a file of this name may be uploaded: a
@@ -79,6 +89,7 @@ func isFileUpload(name string, data []byte) bool {
 // reaches the knowledge base (an upload, chatpipe ingest, chatpipe eval)
 // goes through it, so each accepts and reads the same files.
 func FileRequest(name string, data []byte) (IngestRequest, error) {
+	name = UploadName(name)
 	if !AcceptedName(name) {
 		return IngestRequest{}, fmt.Errorf("%w: %s files are not read (use %s files)",
 			ErrUnsupportedType, strings.ToLower(path.Ext(name)), SupportedTypes)

@@ -12,8 +12,9 @@ import (
 // alone, so raising the title weight changes nothing (docs/retrieval.md).
 // For English the lead is the best evidence of what a page is about — a
 // manual page's NAME line, "fork - create a child process" — so keyword
-// search can score it once more on its own: the question's English words
-// (its Latin-script QueryTerms) and its English bridge (BridgeTerms, for
+// search can score it once more on its own: the question's words written
+// with spaces (its QueryTerms that are no CJK characters or bigrams:
+// English, and Cyrillic, Greek or numbers alike) and its English bridge (BridgeTerms, for
 // a Chinese question) are searched in the title field only
 // (TitleSearcher), and a chunk that holds no Chinese adds that score ×
 // SearchOptions.LeadWeight to its own. Chunks holding Chinese get nothing
@@ -35,7 +36,7 @@ type TitleSearcher interface {
 	KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]Hit, error)
 }
 
-// leadEnglishTerms returns the Latin-script terms of query and the terms
+// leadEnglishTerms returns the spaced-script terms of query and the terms
 // of its bridge, each once; nil when there are none.
 func leadEnglishTerms(query string, bridge []string) []string {
 	var out []string

@@ -72,6 +72,7 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // title field when Search.LeadWeight is set and the store is a
 // TitleSearcher, each added to a chunk's score with its weight.
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
+	leadWeight := s.options().Search.LeadWeight // read once: a reload may change it
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
@@ -99,14 +100,13 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		// back through the expansion.
 		hits = addExpansion(hits, found, more.weight, len(hits)+len(found))
 	}
-	if ts, ok := s.store.(TitleSearcher); ok && s.options().Search.LeadWeight > 0 {
+	if ts, ok := s.store.(TitleSearcher); ok && leadWeight > 0 {
 		if terms := leadEnglishTerms(query, bridge); len(terms) > 0 {
 			found, err := ts.KeywordSearchTitleTerms(ctx, tenants, terms, limit)
 			if err != nil {
 				return nil, err
 			}
-			weight := s.options().Search.LeadWeight
-			hits = addExpansion(hits, withoutChinese(found), func(Hit) float64 { return weight }, len(hits)+len(found))
+			hits = addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadWeight }, len(hits)+len(found))
 		}
 	}
 	return hits[:min(limit, len(hits))], nil

@@ -161,3 +161,26 @@ func TestEmbeddingTextCarriesTheLeadUnlessTheChunkHoldsIt(t *testing.T) {
 		t.Errorf("without a lead: %q, want %q", got, want)
 	}
 }
+
+func TestUploadNameIsTheFileNameAsShown(t *testing.T) {
+	for sent, want := range map[string]string{
+		"report.pdf":               "report.pdf",
+		`C:\Users\ann\notes.md`:    "notes.md",
+		"../../etc/passwd":         "passwd",
+		"report\u202efdp.exe":      "reportfdp.exe",
+		"zero\u200bwidth\u00ad.md": "zerowidth.md",
+		"line\u2028break.txt":      "linebreak.txt",
+		"tag\U000E0041s.md":        "tags.md",
+		"\u3164.md":                ".md",
+		"notes.":                   "notes",
+		"Persian\u200cname.txt":    "Persian\u200cname.txt", // a zero-width non-joiner is spelling
+		"":                         "",
+		"..":                       "",
+		"/":                        "",
+		"ctrl\x01name.txt":         "ctrlname.txt",
+	} {
+		if got := UploadName(sent); got != want {
+			t.Errorf("UploadName(%q) = %q, want %q", sent, got, want)
+		}
+	}
+}

@@ -4,10 +4,52 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/sqlitedb"
 )
+
+// checkTenantTerms re-indexes every chunk when some chunk's index row
+// lacks its tenant term (migration 0010): a chatpipe of before 0010 that
+// was still running on the file when a newer one migrated it writes rows
+// without one, which a search filtered by tenant would never find. One
+// FTS5 count of the rows holding any tenant's term, at Open.
+func (s *Store) checkTenantTerms(ctx context.Context) error {
+	rows, err := s.writer.QueryContext(ctx, `SELECT DISTINCT tenant_id FROM knowledge_chunks`)
+	if err != nil {
+		return err
+	}
+	var terms []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		terms = append(terms, tenantTerm(t))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(terms) == 0 {
+		return err
+	}
+	var chunks, tagged int
+	if err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM knowledge_chunks`).Scan(&chunks); err != nil {
+		return err
+	}
+	if err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?`,
+		`tenant : (`+strings.Join(terms, " OR ")+`)`).Scan(&tagged); err != nil {
+		return err
+	}
+	if tagged == chunks {
+		return nil
+	}
+	if _, err := s.writer.ExecContext(ctx, `UPDATE knowledge_state SET terms_version = 0 WHERE id = 1`); err != nil {
+		return err
+	}
+	_, err = reindexTerms(ctx, s.writer)
+	return err
+}
 
 // reindexTerms rebuilds the keyword index when it was built with another
 // version of knowledge.Terms (see migration 0006), in one transaction on

@@ -107,3 +107,47 @@ func TestOpenAddsTenantsToAnOlderIndex(t *testing.T) {
 		t.Errorf("another tenant's search = %+v, %v; want nothing", hits, err)
 	}
 }
+
+// A chatpipe of before migration 0010 still running on the file writes
+// index rows without a tenant term; the next Open finds them and
+// re-indexes, so a search filtered by tenant finds those chunks again.
+func TestOpenReindexesRowsWrittenWithoutATenant(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	s := openFile(t, path)
+	for _, tenant := range []string{"acme", "beta"} {
+		if _, err := s.AddDocument(t.Context(), knowledge.Document{ID: tenant + "-doc", TenantID: tenant, Title: "Lighthouse", Content: "The lamp is lit."},
+			[]knowledge.Chunk{{ID: tenant + "-doc-0", Content: "The lamp is lit."}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As the old binary writes a document: its index row has no tenant.
+	const content = "The foghorn sounds in the mist."
+	for _, stmt := range []string{
+		`INSERT INTO knowledge_documents (id, tenant_id, title, content, content_hash, bytes, chunk_count, embedded, created_at)
+		 VALUES ('old', 'acme', 'Foghorn', '` + content + `', '` + knowledge.ContentHash(content) + `', 31, 1, 0, '2025-01-01T00:00:00.000000Z')`,
+		`INSERT INTO knowledge_chunks (seq, id, document_id, tenant_id, idx, content, tokens) VALUES (100, 'old-0', 'old', 'acme', 0, '` + content + `', 8)`,
+		`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (100, 'foghorn', '', '` + knowledge.IndexText(content) + `')`,
+	} {
+		if _, err := s.writer.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	find := func(s *Store) []knowledge.Hit {
+		hits, err := s.keywordSearch(t.Context(), []string{"acme"}, knowledge.QueryTerms("foghorn mist"), nil, 10, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	if hits := find(s); len(hits) != 0 {
+		t.Fatalf("before a reopen the untagged row is found: %+v (the test no longer shows the hazard)", hits)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openFile(t, path)
+	defer s.Close()
+	if hits := find(s); len(hits) != 1 || hits[0].DocumentID != "old" {
+		t.Errorf("after a reopen: %+v; want the old binary's document", hits)
+	}
+}

@@ -34,8 +34,9 @@ const maxLimit = 1000
 // The tenants are kept inside the match expression, before the limit:
 // FTS5 ranks their chunks only (each chunk's tenant is a term of its
 // index row), so other tenants' matches never take one of their places
-// and cost them next to nothing. Only the best `limit` are then read in
-// full. (bm25's term statistics are the whole index's, as one
+// and are skipped rather than ranked (their terms' lists are still read:
+// BenchmarkSearchBesideALargeTenant). Only the best `limit` are then read
+// in full. (bm25's term statistics are the whole index's, as one
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
@@ -57,6 +58,8 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 	}
 	return hits, nil
 }
+
+var _ knowledge.TitleSearcher = (*Store)(nil)
 
 // KeywordSearchTitleTerms is KeywordSearchTerms restricted to matches in
 // the title field (the document's title and lead, knowledge.TitleText):
@@ -100,13 +103,17 @@ func (s *Store) keywordSearchIn(ctx context.Context, tenants []string, columns s
 		return nil, err
 	}
 	proximity := inColumns(columns, proximityExpression(pairs))
+	args := []any{expr, min(limit, maxLimit), proximity}
+	filter := 0
 	if !only || alwaysFilter {
-		expr = forTenants(expr, tenants)
+		args[0] = forTenants(expr, tenants)
 		if proximity != "" {
-			proximity = forTenants(proximity, tenants)
+			args[2] = forTenants(proximity, tenants)
 		}
+		filter = len(tenants)
+		args = append(args, anys(tenants)...)
 	}
-	rows, err := tx.QueryContext(ctx, rankingSQL(proximity != ""), expr, min(limit, maxLimit), proximity)
+	rows, err := tx.QueryContext(ctx, rankingSQL(filter, proximity != ""), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +142,11 @@ const proximityWeight = 0.2
 // proximity, the bm25 of the chunks matching the proximity expression,
 // found first, is added to their score, weighted by proximityWeight.
 // Parameters: the match expression, the limit, the proximity expression
-// (unused without proximity).
-func rankingSQL(proximity bool) string {
+// (unused without proximity), then the filter tenants, whose chunks alone
+// the best limit are checked to be (the match expression already keeps to
+// them: a second guard, on at most limit rows, against an index row that
+// names a wrong tenant).
+func rankingSQL(filter int, proximity bool) string {
 	with, score, join := `WITH p AS (SELECT ?3 AS unused)`, bm25, ""
 	if proximity {
 		// MATERIALIZED: the proximity matches are found once, not once
@@ -151,8 +161,18 @@ func rankingSQL(proximity bool) string {
 	      FROM knowledge_fts ` + join + ` WHERE knowledge_fts MATCH ?1
 	      ORDER BY score LIMIT ?2) AS f
 	JOIN knowledge_chunks c ON c.seq = f.seq
-	JOIN knowledge_documents d ON d.id = c.document_id
+	JOIN knowledge_documents d ON d.id = c.document_id` + tenantCheck(filter) + `
 	ORDER BY f.score, c.seq`
+}
+
+// tenantCheck is rankingSQL's WHERE on the chunks' tenants (parameters
+// from ?4), "" for none.
+func tenantCheck(filter int) string {
+	if filter == 0 {
+		return ""
+	}
+	return `
+	WHERE c.tenant_id IN (?4` + strings.Repeat(",?", filter-1) + `)`
 }
 
 // textColumns are the keyword index's columns of text; the other one,
@@ -192,7 +212,8 @@ func tenantTerm(tenantID string) string {
 }
 
 // bm25 is a chunk's keyword score, lower is better: a match in the title
-// field weighs ten times one in the heading or text.
+// field weighs ten times one in the heading or text; the tenant column
+// weighs nothing (its one term still counts in a row's length).
 const bm25 = `bm25(knowledge_fts, 10.0, 1.0, 1.0, 0.0)`
 
 // proximityExpression ORs a NEAR group of each pair of terms (see

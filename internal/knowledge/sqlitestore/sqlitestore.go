@@ -72,6 +72,9 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 	if _, err := reindexTerms(ctx, s.writer); err != nil {
 		return nil, errors.Join(fmt.Errorf("rebuild the keyword index: %w", err), db.Close())
 	}
+	if err := s.checkTenantTerms(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("check the keyword index: %w", err), db.Close())
+	}
 	if err := s.reloadVectors(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}

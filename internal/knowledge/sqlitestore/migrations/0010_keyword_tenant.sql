@@ -4,7 +4,9 @@
 -- and each was dropped by a look-up afterwards, so a tenant with a large
 -- knowledge base made every other tenant's searches slow. FTS5 cannot add
 -- a column: the table is made again, and terms_version 0 has Open
--- re-index every chunk (in one transaction, before it serves).
+-- re-index every chunk before it serves (a transaction of its own, after
+-- this one). The keyword search no longer reads knowledge_chunks_tenant_of.
+DROP INDEX knowledge_chunks_tenant_of;
 DROP TABLE knowledge_fts;
 CREATE VIRTUAL TABLE knowledge_fts USING fts5 (
     title, heading, body, tenant,
