@@ -89,28 +89,36 @@ func benchSearchModes(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledg
 		{"hybrid", knowledge.NewService(s, emb, testConfig(), nil)},
 	} {
 		b.Run(m.name, func(b *testing.B) {
-			var durations []time.Duration
-			hits, i := 0, 0
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			for b.Loop() {
-				start := time.Now()
+			timeSearches(b, func(i int) ([]retrieval.SearchHit, error) {
 				resp, err := m.svc.Search(context.Background(), retrieval.SearchRequest{Query: corpus.Queries[i%len(corpus.Queries)]})
-				durations = append(durations, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
-				hits += len(resp.Hits)
-				i++
-			}
-			// The process's CPU time per search: on a shared machine, wall
-			// times grow with the other processes' load, this does not
-			// (PostgreSQL's own CPU time is not in it).
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
-			reportPercentiles(b, durations)
-			b.ReportMetric(float64(hits)/float64(i), "hits/op")
+				return resp.Hits, err
+			})
 		})
 	}
+}
+
+// timeSearches runs search (given the loop's count) b.N times and reports
+// the process's CPU time per search (on a shared machine wall times grow
+// with the other processes' load, this does not; PostgreSQL's own CPU
+// time is not in it), the p50 and p99 wall times and the hits per search.
+func timeSearches(b *testing.B, search func(i int) ([]retrieval.SearchHit, error)) {
+	var durations []time.Duration
+	hits, i := 0, 0
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		start := time.Now()
+		found, err := search(i)
+		durations = append(durations, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hits += len(found)
+		i++
+	}
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
+	reportPercentiles(b, durations)
+	b.ReportMetric(float64(hits)/float64(i), "hits/op")
 }
 
 // reportPercentiles reports the p50 and p99 of durations in milliseconds.
@@ -167,29 +175,16 @@ func BenchmarkSearchBesideALargeTenant(b *testing.B) {
 			}
 			b.Logf("loaded %d + %d chunks in %v", large.Chunks(), small.Chunks(), time.Since(start).Round(time.Millisecond))
 			svc := knowledge.NewService(s, nil, testConfig(), nil)
-			var durations []time.Duration
-			hits, i := 0, 0
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			for b.Loop() {
-				start := time.Now()
+			timeSearches(b, func(i int) ([]retrieval.SearchHit, error) {
 				q := strings.TrimSpace(large.Queries[i%len(large.Queries)] + " " + c.words)
 				resp, err := svc.Search(ctx, retrieval.SearchRequest{TenantID: "small", Query: q})
-				durations = append(durations, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
 				for _, h := range resp.Hits {
 					if !strings.HasPrefix(h.DocumentID, "small-") {
 						b.Fatalf("the small tenant found %s", h.DocumentID)
 					}
 				}
-				hits += len(resp.Hits)
-				i++
-			}
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(i), "cpu-ms/op")
-			reportPercentiles(b, durations)
-			b.ReportMetric(float64(hits)/float64(i), "hits/op")
+				return resp.Hits, err
+			})
 		})
 	}
 }

@@ -81,12 +81,7 @@ func ScannedPDF(t testing.TB, pages int) []byte {
 // EncryptedPDF is a PDF that needs a password to open.
 func EncryptedPDF(t testing.TB, text string) []byte {
 	t.Helper()
-	f := fpdf.New("P", "mm", "A4", "")
-	f.SetProtection(fpdf.CnProtectPrint, "user-secret", "owner-secret")
-	f.SetFont("Helvetica", "", 12)
-	f.AddPage()
-	f.MultiCell(0, 6, text, "", "L", false)
-	return output(t, f)
+	return protectedPDF(t, text, "user-secret")
 }
 
 // OwnerProtectedPDF is text in a PDF with an empty user password and an
@@ -94,8 +89,15 @@ func EncryptedPDF(t testing.TB, text string) []byte {
 // viewer opens it without asking.
 func OwnerProtectedPDF(t testing.TB, text string) []byte {
 	t.Helper()
+	return protectedPDF(t, text, "")
+}
+
+// protectedPDF is text in a PDF that fpdf encrypts (40-bit RC4) with
+// the user password user and an owner password, printing allowed.
+func protectedPDF(t testing.TB, text, user string) []byte {
+	t.Helper()
 	f := fpdf.New("P", "mm", "A4", "")
-	f.SetProtection(fpdf.CnProtectPrint, "", "owner-secret")
+	f.SetProtection(fpdf.CnProtectPrint, user, "owner-secret")
 	f.SetFont("Helvetica", "", 12)
 	f.AddPage()
 	f.MultiCell(0, 6, text, "", "L", false)

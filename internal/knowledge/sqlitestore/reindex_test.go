@@ -16,17 +16,7 @@ import (
 // "returned", which the old index could not.
 func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
-	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations.Load(migrationFiles)
-	if err != nil || len(ms) < 3 || ms[1].Version != 2 {
-		t.Fatalf("migrations = %v, %v", ms, err)
-	}
-	if err := migrate(t.Context(), old, ms[:2], time.Now); err != nil {
-		t.Fatalf("migrate to version 2: %v", err)
-	}
+	old := migratedTo(t, path, 2)
 	const content = "Items can be returned within 30 days."
 	for _, stmt := range []string{
 		`INSERT INTO knowledge_documents (id, title, content, content_hash, bytes, chunk_count, embedded, created_at)
@@ -64,17 +54,7 @@ func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 // search of one tenant then finds its chunks only, through FTS5.
 func TestOpenAddsTenantsToAnOlderIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
-	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations.Load(migrationFiles)
-	if err != nil || len(ms) < 10 || ms[9].Version != 10 {
-		t.Fatalf("migrations = %v, %v", ms, err)
-	}
-	if err := migrate(t.Context(), old, ms[:9], time.Now); err != nil {
-		t.Fatalf("migrate to version 9: %v", err)
-	}
+	old := migratedTo(t, path, 9)
 	stmts := []string{fmt.Sprintf(`UPDATE knowledge_state SET terms_version = %d`, knowledge.TermsVersion)}
 	for i, tenant := range []string{"acme", "beta"} {
 		content := "The " + tenant + " lighthouse keeps its lamp lit all night."
@@ -150,4 +130,22 @@ func TestOpenReindexesRowsWrittenWithoutATenant(t *testing.T) {
 	if hits := find(s); len(hits) != 1 || hits[0].DocumentID != "old" {
 		t.Errorf("after a reopen: %+v; want the old binary's document", hits)
 	}
+}
+
+// migratedTo opens a database at path migrated to version only, as an
+// older chatpipe left it; the caller closes it.
+func migratedTo(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations.Load(migrationFiles)
+	if err != nil || len(ms) <= version || ms[version-1].Version != version {
+		t.Fatalf("migrations = %v, %v", ms, err)
+	}
+	if err := migrate(t.Context(), db, ms[:version], time.Now); err != nil {
+		t.Fatalf("migrate to version %d: %v", version, err)
+	}
+	return db
 }

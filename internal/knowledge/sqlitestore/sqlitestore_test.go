@@ -213,17 +213,7 @@ func FuzzKeywordSearchNeverFails(f *testing.F) {
 // embeddings), and other tenants may now store the same content.
 func TestMigrationGivesExistingDocumentsToTheDefaultTenant(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
-	old, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations.Load(migrationFiles)
-	if err != nil || len(ms) < 2 || ms[0].Version != 1 {
-		t.Fatalf("migrations = %v, %v", ms, err)
-	}
-	if err := migrate(t.Context(), old, ms[:1], time.Now); err != nil {
-		t.Fatalf("migrate to version 1: %v", err)
-	}
+	old := migratedTo(t, path, 1)
 	// Written the way the version-1 store wrote.
 	for _, stmt := range []string{
 		`INSERT INTO knowledge_documents (id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
