@@ -104,7 +104,7 @@ func (h *Handler) addDocument(c *gin.Context) {
 			abort(c, rerr.status, rerr.code, rerr.message)
 			return
 		}
-		req = knowledge.IngestRequest{Title: knowledge.CleanName(body.Title), Content: body.Content}
+		req = knowledge.IngestRequest{Title: body.Title, Content: body.Content}
 		shared = body.Shared
 	}
 
@@ -223,7 +223,7 @@ func readUpload(c *gin.Context, limit, fileLimit int64) (req knowledge.IngestReq
 			req.File, req.Content, req.MediaType, req.Source, gotFile = upload.File, upload.Content, upload.MediaType, upload.Source, true
 		case "title":
 			data, _ := io.ReadAll(io.LimitReader(part, 4096))
-			req.Title = strings.TrimSpace(knowledge.CleanName(string(data)))
+			req.Title = strings.TrimSpace(string(data))
 		case "shared":
 			data, _ := io.ReadAll(io.LimitReader(part, 16))
 			switch v := strings.ToLower(strings.TrimSpace(string(data))); v {

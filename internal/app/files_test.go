@@ -437,6 +437,12 @@ func TestUploadFormsAreReadStrictlyAndFileNamesCleaned(t *testing.T) {
 			t.Errorf("upload named %q: %d %s; want 201 titled %q", c.sent, status, body, c.title)
 		}
 	}
+	// A given title is cleaned alike.
+	status, body := send([2]string{"title", "Tide\u202e tables\u200b"}, [2]string{"file:tides.txt", "The tide turns twice a day at the harbour."})
+	var titled handler.DocumentJSON
+	if json.Unmarshal(body, &titled) != nil || status != http.StatusCreated || titled.Title != "Tide tables" {
+		t.Errorf("a title with invisible characters: %d %s; want 201 titled %q", status, body, "Tide tables")
+	}
 	if status, body := send([2]string{"shared", "off"}, [2]string{"file:off.txt", "The moorhen nests on the bank."}); status != http.StatusCreated ||
 		strings.Contains(string(body), `"shared":true`) {
 		t.Errorf(`shared "off": %d %s`, status, body)

@@ -37,6 +37,19 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// storeConfig writes a config.yaml in a new folder naming a SQLite file
+// there, without the sample documents, and knowledge settings more (each
+// "  key: value\n"); it returns the folder and both paths.
+func storeConfig(t *testing.T, knowledge string) (root, dbPath, cfgPath string) {
+	t.Helper()
+	root = t.TempDir()
+	dbPath = filepath.Join(root, "chatpipe.db")
+	cfgPath = filepath.Join(root, "config.yaml")
+	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
+		"\nknowledge:\n  sample_docs: false\n" + knowledge})
+	return root, dbPath, cfgPath
+}
+
 // openKnowledge opens the knowledge base the configuration at cfgPath
 // names, as the server would; the test closes it.
 func openKnowledge(t *testing.T, cfgPath string) *knowledge.Service {
@@ -84,11 +97,7 @@ func sampleFolder(t *testing.T) string {
 }
 
 func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
-	root := t.TempDir()
-	dbPath := filepath.Join(root, "chatpipe.db")
-	cfgPath := filepath.Join(root, "config.yaml")
-	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
-		"\nknowledge:\n  sample_docs: false\n  max_upload_bytes: 4096\n"})
+	_, _, cfgPath := storeConfig(t, "  max_upload_bytes: 4096\n")
 	dir := sampleFolder(t)
 
 	code, out := runIngest(t, "-config", cfgPath, dir)
@@ -142,11 +151,7 @@ func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 // server: a write of the other side that takes longer than a few seconds
 // (a big document) is waited for, not reported as a refusal.
 func TestIngestThroughTheStoreWaitsForAnotherWriter(t *testing.T) {
-	root := t.TempDir()
-	dbPath := filepath.Join(root, "chatpipe.db")
-	cfgPath := filepath.Join(root, "config.yaml")
-	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
-		"\nknowledge:\n  sample_docs: false\n"})
+	_, dbPath, cfgPath := storeConfig(t, "")
 	dir := sampleFolder(t)
 	if code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "a.md")); code != 0 {
 		t.Fatalf("first: exit %d\n%s", code, out)
@@ -183,11 +188,7 @@ func TestIngestThroughTheStoreWaitsForAnotherWriter(t *testing.T) {
 // pages, a DOCX by headings, a CSV as rows under its header; a type no
 // upload takes is refused as such.
 func TestIngestThroughTheStoreReadsDocumentsAsAnUploadDoes(t *testing.T) {
-	root := t.TempDir()
-	dbPath := filepath.Join(root, "chatpipe.db")
-	cfgPath := filepath.Join(root, "config.yaml")
-	writeTree(t, root, map[string]string{"config.yaml": "storage:\n  sqlite:\n    path: " + dbPath +
-		"\nknowledge:\n  sample_docs: false\n  max_upload_bytes: 4096\n"})
+	root, _, cfgPath := storeConfig(t, "  max_upload_bytes: 4096\n")
 	dir := filepath.Join(root, "docs")
 	manual := docparsetest.PDF(t, "Unpacking the crate.", "Charging the battery.", "The gyroscope needs calibration every spring.")
 	writeTree(t, dir, map[string]string{

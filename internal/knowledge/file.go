@@ -34,25 +34,25 @@ var textExtensions = map[string]bool{".txt": true, ".text": true, ".md": true, "
 
 // UploadName is the name an upload's file is known by: the last element
 // of the name the client sent (a path's folders, with / or \, dropped),
-// cleaned (CleanName), and without the trailing dots and spaces Windows
+// cleaned (cleanName), and without the trailing dots and spaces Windows
 // drops too ("report." is "report"); "" when nothing is left. FileRequest
 // applies it, so every way a file arrives names it alike.
 func UploadName(sent string) string {
 	name := path.Base(strings.ReplaceAll(sent, `\`, "/"))
-	name = strings.TrimRight(CleanName(name), ". ")
+	name = strings.TrimRight(cleanName(name), ". ")
 	if name == "/" {
 		return ""
 	}
 	return name
 }
 
-// CleanName is a name (a file's, a title) without control characters and
+// cleanName is a name (a file's, a title) without control characters and
 // the invisible ones that make it read as another: format characters
 // (direction overrides and isolates, zero-width space, word joiner, soft
 // hyphen, byte-order mark, tags; not the zero-width joiners some scripts
 // spell with), line and paragraph separators, variation selectors and the
 // Hangul fillers.
-func CleanName(name string) string {
+func cleanName(name string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\u200c' || r == '\u200d':

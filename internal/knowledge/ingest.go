@@ -293,20 +293,19 @@ func documentTitle(given, text, source, mediaType string) string {
 	return "Untitled"
 }
 
-// fileTitle is the title a file's name gives: the name without its
+// fileTitle is the title a file's name gives: its UploadName without the
 // extension; "" for none.
 func fileTitle(source string) string {
-	base := path.Base(strings.ReplaceAll(strings.TrimSpace(source), `\`, "/"))
-	if base == "." || base == "/" {
-		return ""
-	}
+	base := UploadName(strings.TrimSpace(source))
 	return strings.TrimSuffix(base, path.Ext(base))
 }
 
-// titleText is s as a title: whitespace collapsed, at most maxTitleRunes
-// characters.
+// titleText is s as a title, whichever it comes from (given, a heading, a
+// file name, a first line): invisible characters out (cleanName: a title
+// cannot display as another), whitespace collapsed, at most
+// maxTitleRunes characters.
 func titleText(s string) string {
-	t := strings.Join(strings.Fields(s), " ")
+	t := strings.Join(strings.Fields(cleanName(s)), " ")
 	if utf8.RuneCountInString(t) > maxTitleRunes {
 		t = string([]rune(t)[:maxTitleRunes-1]) + "…"
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/sqlitedb"
@@ -20,17 +19,17 @@ func (s *Store) checkTenantTerms(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var terms []string
+	var tenants []string
 	for rows.Next() {
 		var t string
 		if err := rows.Scan(&t); err != nil {
 			rows.Close()
 			return err
 		}
-		terms = append(terms, tenantTerm(t))
+		tenants = append(tenants, t)
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(terms) == 0 {
+	if err := rows.Err(); err != nil || len(tenants) == 0 {
 		return err
 	}
 	var chunks, tagged int
@@ -38,7 +37,7 @@ func (s *Store) checkTenantTerms(ctx context.Context) error {
 		return err
 	}
 	if err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM knowledge_fts WHERE knowledge_fts MATCH ?`,
-		`tenant : (`+strings.Join(terms, " OR ")+`)`).Scan(&tagged); err != nil {
+		tenantMatch(tenants)).Scan(&tagged); err != nil {
 		return err
 	}
 	if tagged == chunks {

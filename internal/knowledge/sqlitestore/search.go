@@ -196,11 +196,16 @@ func inColumns(columns, expr string) string {
 // the matches with the tenants' terms itself, so another tenant's
 // matches are never ranked, however many there are.
 func forTenants(expr string, tenants []string) string {
+	return `(` + expr + `) AND ` + tenantMatch(tenants)
+}
+
+// tenantMatch matches the index rows of tenants' chunks.
+func tenantMatch(tenants []string) string {
 	terms := make([]string, len(tenants))
 	for i, t := range tenants {
 		terms[i] = tenantTerm(t)
 	}
-	return `(` + expr + `) AND tenant : (` + strings.Join(terms, " OR ") + `)`
+	return `tenant : (` + strings.Join(terms, " OR ") + `)`
 }
 
 // tenantTerm is the keyword index's term for a tenant: a hash, as a
