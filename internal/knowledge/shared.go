@@ -66,22 +66,22 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 }
 
 // keywordSearch is the store's keyword search over tenantID's and the
-// shared chunks, best limit first: one store query for both, and one more
+// shared chunks, best limit first: one ranking for both, and one more
 // each for the query's English bridge (BridgeTerms) and its expansion
 // (ExpansionTerms) when it has them, and for its English terms in the
 // title field when Search.LeadWeight is set and the store is a
-// TitleSearcher, each added to a chunk's score with its weight.
+// TitleSearcher, each added to a chunk's score with its weight. The
+// rankings are run together (keywordSearches).
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	leadWeight := s.options().Search.LeadWeight // read once: a reload may change it
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	hits, err := s.store.KeywordSearch(ctx, tenants, query, limit)
-	if err != nil {
-		return nil, err
-	}
 	bridge, related := queryExpansions(query)
+	queries := []KeywordQuery{{Query: query}}
+	// add[i] adds the ranking of queries[i+1] to the hits.
+	var add []func(hits, found []Hit) []Hit
 	for _, more := range []struct {
 		terms  []string
 		weight func(Hit) float64
@@ -89,25 +89,30 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		{bridge, bridgeWeight},
 		{related, func(Hit) float64 { return expansionWeight }},
 	} {
-		if len(more.terms) == 0 {
-			continue
+		if len(more.terms) > 0 {
+			queries = append(queries, KeywordQuery{Terms: more.terms})
+			// Not cut to limit yet: a chunk the bridge would push out
+			// may come back through the expansion.
+			add = append(add, func(hits, found []Hit) []Hit {
+				return addExpansion(hits, found, more.weight, len(hits)+len(found))
+			})
 		}
-		found, err := s.store.KeywordSearchTerms(ctx, tenants, more.terms, limit)
-		if err != nil {
-			return nil, err
-		}
-		// Not cut to limit yet: a chunk the bridge would push out may come
-		// back through the expansion.
-		hits = addExpansion(hits, found, more.weight, len(hits)+len(found))
 	}
-	if ts, ok := s.store.(TitleSearcher); ok && leadWeight > 0 {
+	if _, ok := s.store.(TitleSearcher); ok && leadWeight > 0 {
 		if terms := leadEnglishTerms(query, bridge); len(terms) > 0 {
-			found, err := ts.KeywordSearchTitleTerms(ctx, tenants, terms, limit)
-			if err != nil {
-				return nil, err
-			}
-			hits = addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadWeight }, len(hits)+len(found))
+			queries = append(queries, KeywordQuery{Terms: terms, TitleOnly: true})
+			add = append(add, func(hits, found []Hit) []Hit {
+				return addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadWeight }, len(hits)+len(found))
+			})
 		}
+	}
+	found, err := s.keywordSearches(ctx, tenants, queries, limit)
+	if err != nil {
+		return nil, err
+	}
+	hits := found[0]
+	for i, a := range add {
+		hits = a(hits, found[i+1])
 	}
 	return hits[:min(limit, len(hits))], nil
 }

@@ -40,55 +40,92 @@ const maxLimit = 1000
 // FTS5 table serves every tenant: a score, never a hit, reflects other
 // tenants' text.)
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
-	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), knowledge.QueryTerms(query),
-		knowledge.QueryProximities(query), limit, false)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
-	}
-	return hits, nil
+	return s.keywordSearchOne(ctx, tenantIDs, knowledge.KeywordQuery{Query: query}, limit)
 }
 
 // KeywordSearchTerms is KeywordSearch for terms given as they are (see
 // knowledge.Store.KeywordSearchTerms), with no proximity bonus: the terms
 // are not words of a sentence.
 func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
-	hits, err := s.keywordSearch(ctx, knowledge.TenantList(tenantIDs), terms, nil, limit, false)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
-	}
-	return hits, nil
+	return s.keywordSearchOne(ctx, tenantIDs, knowledge.KeywordQuery{Terms: terms}, limit)
 }
 
-var _ knowledge.TitleSearcher = (*Store)(nil)
+var (
+	_ knowledge.TitleSearcher    = (*Store)(nil)
+	_ knowledge.SnapshotSearcher = (*Store)(nil)
+)
 
 // KeywordSearchTitleTerms is KeywordSearchTerms restricted to matches in
 // the title field (the document's title and lead, knowledge.TitleText):
 // bm25 counts only the terms' title-field occurrences (see
 // knowledge.TitleSearcher).
 func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
-	hits, err := s.keywordSearchIn(ctx, knowledge.TenantList(tenantIDs), titleColumn, terms, nil, limit, false)
+	return s.keywordSearchOne(ctx, tenantIDs, knowledge.KeywordQuery{Terms: terms, TitleOnly: true}, limit)
+}
+
+// KeywordSearches runs the rankings of one search in one read
+// transaction (see knowledge.SnapshotSearcher): they see one snapshot,
+// the tenants are looked at once, and the second and later rankings find
+// the index pages the first read in the connection's cache. (Any commit
+// to the file, such as a chat message saved, empties every other
+// connection's page cache, so a ranking run on another connection would
+// read them all again: docs/retrieval.md, "What a chat message costs a
+// search".)
+func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
+	rankings := make([]ranking, len(queries))
+	for i, q := range queries {
+		switch {
+		case q.TitleOnly:
+			rankings[i] = ranking{titleColumn, q.Terms, nil}
+		case q.Terms != nil:
+			rankings[i] = ranking{textColumns, q.Terms, nil}
+		default:
+			rankings[i] = ranking{textColumns, knowledge.QueryTerms(q.Query), knowledge.QueryProximities(q.Query)}
+		}
+	}
+	out, err := s.keywordSearches(ctx, knowledge.TenantList(tenantIDs), rankings, limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
-	return hits, nil
+	return out, nil
+}
+
+// keywordSearchOne is KeywordSearches of one query.
+func (s *Store) keywordSearchOne(ctx context.Context, tenantIDs []string, q knowledge.KeywordQuery, limit int) ([]knowledge.Hit, error) {
+	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{q}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // keywordSearch ranks the chunks matching terms in their text columns,
 // with the proximity bonus of pairs (nil = none); alwaysFilter keeps the
 // tenant filter where it would drop nothing (for tests).
 func (s *Store) keywordSearch(ctx context.Context, tenants, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	return s.keywordSearchIn(ctx, tenants, textColumns, terms, pairs, limit, alwaysFilter)
+	out, err := s.keywordSearches(ctx, tenants, []ranking{{textColumns, terms, pairs}}, limit, alwaysFilter)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
-// keywordSearchIn is keywordSearch of matches in columns (an FTS5 column
-// filter: textColumns or titleColumn).
-func (s *Store) keywordSearchIn(ctx context.Context, tenants []string, columns string, terms []string, pairs [][2]string, limit int, alwaysFilter bool) ([]knowledge.Hit, error) {
-	expr := inColumns(columns, matchExpression(terms))
-	if expr == "" || len(tenants) == 0 || limit <= 0 {
-		return nil, nil
+// ranking is one keyword ranking: terms matched in columns (an FTS5
+// column filter: textColumns or titleColumn), with the proximity bonus of
+// pairs (nil = none).
+type ranking struct {
+	columns string
+	terms   []string
+	pairs   [][2]string
+}
+
+// keywordSearches runs rankings over the tenants' chunks in one read
+// transaction, best limit first each (nil for a ranking with no terms).
+func (s *Store) keywordSearches(ctx context.Context, tenants []string, rankings []ranking, limit int, alwaysFilter bool) ([][]knowledge.Hit, error) {
+	out := make([][]knowledge.Hit, len(rankings))
+	if len(tenants) == 0 || limit <= 0 {
+		return out, nil
 	}
-	// One read transaction: the tenants looked at and the ranking are of
-	// one snapshot.
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -97,20 +134,41 @@ func (s *Store) keywordSearchIn(ctx context.Context, tenants []string, columns s
 	// When every document is one of the tenants' (one tenant, or one and
 	// the shared documents: the usual case), the tenant filter is left
 	// out: it would drop nothing, and reading the tenants' terms costs
-	// time.
-	only, err := holdsOnly(ctx, tx, tenants)
-	if err != nil {
-		return nil, err
+	// time. Looked at lazily, in the rankings' snapshot: a search with no
+	// terms reads nothing.
+	filter := -1
+	for i, r := range rankings {
+		expr := inColumns(r.columns, matchExpression(r.terms))
+		if expr == "" {
+			continue
+		}
+		if filter < 0 {
+			only, err := holdsOnly(ctx, tx, tenants)
+			if err != nil {
+				return nil, err
+			}
+			filter = 0
+			if !only || alwaysFilter {
+				filter = len(tenants)
+			}
+		}
+		if out[i], err = rank(ctx, tx, tenants, filter, expr, inColumns(r.columns, proximityExpression(r.pairs)), limit); err != nil {
+			return nil, err
+		}
 	}
-	proximity := inColumns(columns, proximityExpression(pairs))
+	return out, nil
+}
+
+// rank runs one ranking (rankingSQL) in tx: expr and proximity are match
+// expressions (proximity "" for none), filter the number of tenants whose
+// terms they are kept to (0: none, every chunk is one of the tenants').
+func rank(ctx context.Context, tx *sql.Tx, tenants []string, filter int, expr, proximity string, limit int) ([]knowledge.Hit, error) {
 	args := []any{expr, min(limit, maxLimit), proximity}
-	filter := 0
-	if !only || alwaysFilter {
+	if filter > 0 {
 		args[0] = forTenants(expr, tenants)
 		if proximity != "" {
 			args[2] = forTenants(proximity, tenants)
 		}
-		filter = len(tenants)
 		args = append(args, anys(tenants)...)
 	}
 	rows, err := tx.QueryContext(ctx, rankingSQL(filter, proximity != ""), args...)
