@@ -5,7 +5,9 @@ import "context"
 // KeywordQuery is one keyword ranking of a search: a question (Query, as
 // Store.KeywordSearch takes it) or terms already made (Terms, as
 // Store.KeywordSearchTerms takes them), the latter matched in the title
-// field alone when TitleOnly (TitleSearcher).
+// field alone when TitleOnly (TitleSearcher). With both set, Terms are
+// searched; a TitleOnly query with a store that is no TitleSearcher finds
+// nothing.
 type KeywordQuery struct {
 	Query     string
 	Terms     []string

@@ -25,7 +25,7 @@ import (
 // It is off by default: on the tuning sets 0.2 to 0.4 all raise MRR
 // (0.3 most, 0.5 lowers it), most for Chinese questions about English
 // pages, but it lowers the cut pages' held-out MRR by one question, and
-// the query searches every chunk's title field again, ≈5 ms more of a
+// the query searches every chunk's title field again, 5–11 ms more of a
 // rag question's first byte at 100,000 chunks (docs/retrieval.md).
 
 // TitleSearcher is implemented by stores that can search the title field

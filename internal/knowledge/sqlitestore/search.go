@@ -66,10 +66,10 @@ func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []
 // KeywordSearches runs the rankings of one search in one read
 // transaction (see knowledge.SnapshotSearcher): they see one snapshot,
 // the tenants are looked at once, and the second and later rankings find
-// the index pages the first read in the connection's cache. (Any commit
-// to the file, such as a chat message saved, empties every other
-// connection's page cache, so a ranking run on another connection would
-// read them all again: docs/retrieval.md, "What a chat message costs a
+// the index pages the first read in the connection's cache. (In WAL
+// mode a connection's page cache is emptied when its next read finds a
+// commit it did not make, such as a chat message saved, so a ranking run
+// on another pooled connection would read them all again: docs/retrieval.md, "What a chat message costs a
 // search".)
 func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
 	rankings := make([]ranking, len(queries))
@@ -120,10 +120,17 @@ type ranking struct {
 }
 
 // keywordSearches runs rankings over the tenants' chunks in one read
-// transaction, best limit first each (nil for a ranking with no terms).
+// transaction, best limit first each (nil for a ranking with no terms;
+// with no terms at all, nothing is read).
 func (s *Store) keywordSearches(ctx context.Context, tenants []string, rankings []ranking, limit int, alwaysFilter bool) ([][]knowledge.Hit, error) {
 	out := make([][]knowledge.Hit, len(rankings))
-	if len(tenants) == 0 || limit <= 0 {
+	exprs := make([]string, len(rankings))
+	hasTerms := false
+	for i, r := range rankings {
+		exprs[i] = inColumns(r.columns, matchExpression(r.terms))
+		hasTerms = hasTerms || exprs[i] != ""
+	}
+	if !hasTerms || len(tenants) == 0 || limit <= 0 {
 		return out, nil
 	}
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -134,25 +141,20 @@ func (s *Store) keywordSearches(ctx context.Context, tenants []string, rankings 
 	// When every document is one of the tenants' (one tenant, or one and
 	// the shared documents: the usual case), the tenant filter is left
 	// out: it would drop nothing, and reading the tenants' terms costs
-	// time. Looked at lazily, in the rankings' snapshot: a search with no
-	// terms reads nothing.
-	filter := -1
+	// time.
+	only, err := holdsOnly(ctx, tx, tenants)
+	if err != nil {
+		return nil, err
+	}
+	filter := 0
+	if !only || alwaysFilter {
+		filter = len(tenants)
+	}
 	for i, r := range rankings {
-		expr := inColumns(r.columns, matchExpression(r.terms))
-		if expr == "" {
+		if exprs[i] == "" {
 			continue
 		}
-		if filter < 0 {
-			only, err := holdsOnly(ctx, tx, tenants)
-			if err != nil {
-				return nil, err
-			}
-			filter = 0
-			if !only || alwaysFilter {
-				filter = len(tenants)
-			}
-		}
-		if out[i], err = rank(ctx, tx, tenants, filter, expr, inColumns(r.columns, proximityExpression(r.pairs)), limit); err != nil {
+		if out[i], err = rank(ctx, tx, tenants, filter, exprs[i], inColumns(r.columns, proximityExpression(r.pairs)), limit); err != nil {
 			return nil, err
 		}
 	}

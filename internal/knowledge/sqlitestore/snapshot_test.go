@@ -48,4 +48,31 @@ func TestKeywordSearchesRankAsTheOneRankingMethods(t *testing.T) {
 	if err != nil || len(other) != len(queries) || other[0] != nil || other[1] != nil || other[2] != nil {
 		t.Fatalf("another tenant: %+v, %v; want no hits for each query", other, err)
 	}
+
+	// Another tenant's documents turn the tenant filter on: every ranking
+	// keeps to the tenants searched, a ranking with no terms first
+	// included.
+	if _, err := s.AddDocument(t.Context(), knowledge.Document{ID: "theirs", TenantID: "another", Title: "fork",
+		Content: "fork - their own fork of a child process"},
+		[]knowledge.Chunk{{ID: "theirs-0", Content: "fork - their own fork of a child process"}}); err != nil {
+		t.Fatal(err)
+	}
+	filtered, err := s.KeywordSearches(t.Context(), tenants, append([]knowledge.KeywordQuery{queries[3]}, queries[:3]...), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(docs(filtered[1:]), docs(want[:3])) || filtered[0] != nil {
+		t.Fatalf("beside another tenant: %v; want no hits, then %v", docs(filtered), docs(want[:3]))
+	}
+}
+
+// docs returns each ranking's document ids, in order.
+func docs(rankings [][]knowledge.Hit) [][]string {
+	out := make([][]string, len(rankings))
+	for i, hits := range rankings {
+		for _, h := range hits {
+			out[i] = append(out[i], h.DocumentID)
+		}
+	}
+	return out
 }
