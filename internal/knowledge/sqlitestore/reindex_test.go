@@ -18,20 +18,13 @@ func TestOpenReindexesTermsOfAnOlderIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
 	old := migratedTo(t, path, 2)
 	const content = "Items can be returned within 30 days."
-	for _, stmt := range []string{
+	execAndClose(t, old,
 		`INSERT INTO knowledge_documents (id, title, content, content_hash, bytes, chunk_count, embedded, created_at)
-		 VALUES ('r', 'Returns', '` + content + `', '` + knowledge.ContentHash(content) + `', 37, 1, 0, '2025-01-01T00:00:00.000000Z')`,
-		`INSERT INTO knowledge_chunks (seq, id, document_id, idx, content, tokens) VALUES (1, 'r-0', 'r', 0, '` + content + `', 9)`,
+		 VALUES ('r', 'Returns', '`+content+`', '`+knowledge.ContentHash(content)+`', 37, 1, 0, '2025-01-01T00:00:00.000000Z')`,
+		`INSERT INTO knowledge_chunks (seq, id, document_id, idx, content, tokens) VALUES (1, 'r-0', 'r', 0, '`+content+`', 9)`,
 		// As the store wrote terms before stemming.
 		`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (1, 'returns', '', 'items can be returned within 30 days')`,
-	} {
-		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
+	)
 
 	s := openFile(t, path)
 	defer s.Close()
@@ -66,14 +59,7 @@ func TestOpenAddsTenantsToAnOlderIndex(t *testing.T) {
 			fmt.Sprintf(`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (%d, '%s', '', '%s')`, i+1,
 				knowledge.IndexText(knowledge.TitleText("Lighthouse", content)), knowledge.IndexText(content)))
 	}
-	for _, stmt := range stmts {
-		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
+	execAndClose(t, old, stmts...)
 
 	s := openFile(t, path)
 	defer s.Close()
@@ -132,8 +118,22 @@ func TestOpenReindexesRowsWrittenWithoutATenant(t *testing.T) {
 	}
 }
 
+// execAndClose runs stmts on db, as an older version of the store would
+// have written them, and closes it.
+func execAndClose(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // migratedTo opens a database at path migrated to version only, as an
-// older chatpipe left it; the caller closes it.
+// older chatpipe left it; the caller closes it (execAndClose).
 func migratedTo(t *testing.T, path string, version int) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)&_txlock=immediate")

@@ -215,21 +215,14 @@ func TestMigrationGivesExistingDocumentsToTheDefaultTenant(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
 	old := migratedTo(t, path, 1)
 	// Written the way the version-1 store wrote.
-	for _, stmt := range []string{
+	execAndClose(t, old,
 		`INSERT INTO knowledge_documents (id, title, source, media_type, content, content_hash, bytes, chunk_count, embedded, created_at)
-		 VALUES ('a', 'Alpha', 'a.md', 'text/markdown', 'alpha words', '` + knowledge.ContentHash("alpha words") + `', 11, 1, 1, '2025-01-01T00:00:00.000000Z'),
-		        ('b', 'Bravo', 'b.md', 'text/markdown', 'bravo words', '` + knowledge.ContentHash("bravo words") + `', 11, 1, 0, '2025-01-02T00:00:00.000000Z')`,
+		 VALUES ('a', 'Alpha', 'a.md', 'text/markdown', 'alpha words', '`+knowledge.ContentHash("alpha words")+`', 11, 1, 1, '2025-01-01T00:00:00.000000Z'),
+		        ('b', 'Bravo', 'b.md', 'text/markdown', 'bravo words', '`+knowledge.ContentHash("bravo words")+`', 11, 1, 0, '2025-01-02T00:00:00.000000Z')`,
 		`INSERT INTO knowledge_chunks (seq, id, document_id, idx, content, tokens, embedding) VALUES
 		 (1, 'a-0', 'a', 0, 'alpha words', 3, X'0000803F00000000'), (2, 'b-0', 'b', 0, 'bravo words', 3, NULL)`,
 		`INSERT INTO knowledge_fts (rowid, title, heading, body) VALUES (1, 'alpha', '', 'alpha words'), (2, 'bravo', '', 'bravo words')`,
-	} {
-		if _, err := old.ExecContext(t.Context(), stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
+	)
 
 	s := openFile(t, path)
 	defer s.Close()
