@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -9,17 +10,23 @@ import (
 // Two chunks with the same words, in another order: the one holding the
 // query's words near each other ranks first, although it was added last
 // (equal scores keep the order of addition).
+// In memory the pairs are scored in the search's transaction, on a file
+// on a second connection (rankNear).
 func TestKeywordSearchRanksQueryWordsNearEachOtherFirst(t *testing.T) {
-	s := openFile(t, MemoryPath)
-	defer s.Close()
-	addDoc(t, s, "apart", "child alpha bravo charlie delta echo foxtrot golf hotel india process", nil)
-	addDoc(t, s, "together", "alpha bravo charlie delta echo foxtrot golf hotel india child process", nil)
-	hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "a child process", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(hits) != 2 || hits[0].DocumentID != "together" || !(hits[0].Score > hits[1].Score) {
-		t.Fatalf("hits = %+v; want together first, with the higher score", hits)
+	for name, path := range map[string]string{"memory": MemoryPath, "file": filepath.Join(t.TempDir(), "chatpipe.db")} {
+		t.Run(name, func(t *testing.T) {
+			s := openFile(t, path)
+			defer s.Close()
+			addDoc(t, s, "apart", "child alpha bravo charlie delta echo foxtrot golf hotel india process", nil)
+			addDoc(t, s, "together", "alpha bravo charlie delta echo foxtrot golf hotel india child process", nil)
+			hits, err := s.KeywordSearch(t.Context(), []string{knowledge.DefaultTenant}, "a child process", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) != 2 || hits[0].DocumentID != "together" || !(hits[0].Score > hits[1].Score) {
+				t.Fatalf("hits = %+v; want together first, with the higher score", hits)
+			}
+		})
 	}
 }
 

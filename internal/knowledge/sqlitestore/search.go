@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -70,7 +69,9 @@ func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []
 // mode a connection's page cache is emptied when its next read finds a
 // commit it did not make, such as a chat message saved, so a ranking run
 // on another pooled connection would read them all again: docs/retrieval.md, "What a chat message costs a
-// search".)
+// search".) A question's proximity bonus alone is read beside it, on a
+// second connection, at the same time (rankNear): it only reorders the
+// chunks the ranking found.
 func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
 	rankings := make([]ranking, len(queries))
 	for i, q := range queries {
@@ -154,26 +155,28 @@ func (s *Store) keywordSearches(ctx context.Context, tenants []string, rankings 
 		if exprs[i] == "" {
 			continue
 		}
-		if out[i], err = rank(ctx, tx, tenants, filter, exprs[i], inColumns(r.columns, proximityExpression(r.pairs)), limit); err != nil {
+		if near := inColumns(r.columns, proximityExpression(r.pairs)); near != "" {
+			out[i], err = s.rankNear(ctx, tx, tenants, filter, exprs[i], near, limit)
+		} else {
+			out[i], err = rank(ctx, tx, tenants, filter, exprs[i], limit)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// rank runs one ranking (rankingSQL) in tx: expr and proximity are match
-// expressions (proximity "" for none), filter the number of tenants whose
-// terms they are kept to (0: none, every chunk is one of the tenants').
-func rank(ctx context.Context, tx *sql.Tx, tenants []string, filter int, expr, proximity string, limit int) ([]knowledge.Hit, error) {
-	args := []any{expr, min(limit, maxLimit), proximity}
+// rank runs one ranking with no proximity bonus (rankingSQL) in tx: expr
+// is its match expression, filter the number of tenants whose terms it is
+// kept to (0: none, every chunk is one of the tenants').
+func rank(ctx context.Context, tx *sql.Tx, tenants []string, filter int, expr string, limit int) ([]knowledge.Hit, error) {
+	args := []any{expr, min(limit, maxLimit)}
 	if filter > 0 {
 		args[0] = forTenants(expr, tenants)
-		if proximity != "" {
-			args[2] = forTenants(proximity, tenants)
-		}
 		args = append(args, anys(tenants)...)
 	}
-	rows, err := tx.QueryContext(ctx, rankingSQL(filter, proximity != ""), args...)
+	rows, err := tx.QueryContext(ctx, rankingSQL(filter), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -198,27 +201,16 @@ const proximityWeight = 0.2
 
 // rankingSQL ranks in the subquery, FTS5 first (the tenants, when they
 // are not every document's, are part of its match expression: see
-// forTenants); only the best limit are then read in full. With
-// proximity, the bm25 of the chunks matching the proximity expression,
-// found first, is added to their score, weighted by proximityWeight.
-// Parameters: the match expression, the limit, the proximity expression
-// (unused without proximity), then the filter tenants, whose chunks alone
-// the best limit are checked to be (the match expression already keeps to
-// them: a second guard, on at most limit rows, against an index row that
-// names a wrong tenant).
-func rankingSQL(filter int, proximity bool) string {
-	with, score, join := `WITH p AS (SELECT ?3 AS unused)`, bm25, ""
-	if proximity {
-		// MATERIALIZED: the proximity matches are found once, not once
-		// per chunk of the outer match.
-		with = `WITH p AS MATERIALIZED (SELECT rowid AS seq, ` + bm25 + ` AS score FROM knowledge_fts WHERE knowledge_fts MATCH ?3)`
-		score += ` + ` + strconv.FormatFloat(proximityWeight, 'f', -1, 64) + ` * coalesce(p.score, 0)`
-		join = `LEFT JOIN p ON p.seq = knowledge_fts.rowid`
-	}
-	return with + `
+// forTenants); only the best limit are then read in full. Parameters:
+// the match expression, the limit, then the filter tenants, whose chunks
+// alone the best limit are checked to be (the match expression already
+// keeps to them: a second guard, on at most limit rows, against an index
+// row that names a wrong tenant).
+func rankingSQL(filter int) string {
+	return `
 	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, f.score
-	FROM (SELECT knowledge_fts.rowid AS seq, ` + score + ` AS score
-	      FROM knowledge_fts ` + join + ` WHERE knowledge_fts MATCH ?1
+	FROM (SELECT rowid AS seq, ` + bm25 + ` AS score
+	      FROM knowledge_fts WHERE knowledge_fts MATCH ?1
 	      ORDER BY score LIMIT ?2) AS f
 	JOIN knowledge_chunks c ON c.seq = f.seq
 	JOIN knowledge_documents d ON d.id = c.document_id` + tenantCheck(filter) + `
@@ -226,13 +218,13 @@ func rankingSQL(filter int, proximity bool) string {
 }
 
 // tenantCheck is rankingSQL's WHERE on the chunks' tenants (parameters
-// from ?4), "" for none.
+// from ?3), "" for none.
 func tenantCheck(filter int) string {
 	if filter == 0 {
 		return ""
 	}
 	return `
-	WHERE c.tenant_id IN (?4` + strings.Repeat(",?", filter-1) + `)`
+	WHERE c.tenant_id IN (?3` + strings.Repeat(",?", filter-1) + `)`
 }
 
 // textColumns are the keyword index's columns of text; the other one,
