@@ -39,6 +39,13 @@ const busyTimeoutMS = 30000
 type DB struct {
 	Writer *sql.DB
 	Reader *sql.DB
+	// PairedReads is a slot to take (send to it, without blocking) before
+	// holding a second Reader connection while one is held: it has room
+	// for half the readers, so such reads, each holding one connection
+	// while waiting for another, can never hold them all. nil (no slot
+	// ever free) for an in-memory database, whose one connection is
+	// Writer's.
+	PairedReads chan struct{}
 
 	file fs.FileInfo // identity of the file; nil in memory
 	path string      // as first opened
@@ -149,7 +156,7 @@ func openPools(path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	return &DB{Writer: w, Reader: r}, nil
+	return &DB{Writer: w, Reader: r, PairedReads: make(chan struct{}, readers/2)}, nil
 }
 
 // Close releases this user's share of the database; the last user's Close

@@ -24,7 +24,7 @@ func TestProximityScoredAsideRanksAsInTheSearchTransaction(t *testing.T) {
 	ctx := t.Context()
 	s := openFile(t, filepath.Join(t.TempDir(), "chatpipe.db"))
 	defer s.Close()
-	if cap(s.nearSlots) == 0 {
+	if cap(s.db.PairedReads) == 0 {
 		t.Fatal("a store on a file has no slot to score pairs aside")
 	}
 	corpus := knowledgetest.NewScaleCorpus(40, 10)
@@ -46,12 +46,12 @@ func TestProximityScoredAsideRanksAsInTheSearchTransaction(t *testing.T) {
 	}
 	inline := func(tenants []string) [][]knowledge.Hit {
 		t.Helper()
-		for range cap(s.nearSlots) {
-			s.nearSlots <- struct{}{}
+		for range cap(s.db.PairedReads) {
+			s.db.PairedReads <- struct{}{}
 		}
 		defer func() {
-			for range cap(s.nearSlots) {
-				<-s.nearSlots
+			for range cap(s.db.PairedReads) {
+				<-s.db.PairedReads
 			}
 		}()
 		return search(tenants)
@@ -72,6 +72,12 @@ func TestProximityScoredAsideRanksAsInTheSearchTransaction(t *testing.T) {
 		if pairsChangeTheOrder(t, s, queries[i], hits) {
 			reordered++
 		}
+		if knowledge.QueryProximities(queries[i]) == nil {
+			continue
+		}
+		if one := rankInOneStatement(t, s, queries[i], 20); !reflect.DeepEqual(hits, one) {
+			t.Fatalf("query %q: hits differ from the ranking in one statement:\n%+v\n%+v", queries[i], hits, one)
+		}
 	}
 	if found < len(queries)/2 || reordered == 0 {
 		t.Fatalf("%d of %d queries found chunks, %d reordered by their pairs: the comparison would prove little", found, len(queries), reordered)
@@ -82,11 +88,12 @@ func TestProximityScoredAsideRanksAsInTheSearchTransaction(t *testing.T) {
 	}
 
 	// Many searches at once, more than there are readers.
+	searchers := 4 * s.reader.Stats().MaxOpenConnections
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, searchers)
 	deadline, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for g := range 16 {
+	for g := range searchers {
 		wg.Go(func() {
 			for i := g % 4; i < len(queries); i += 4 {
 				hits, err := s.KeywordSearch(deadline, mine, queries[i], 20)

@@ -28,7 +28,8 @@ const maxLimit = 1000
 // are ORed, so a chunk matching some of them is found and bm25 ranks
 // chunks matching more (and rarer) terms higher. Neighbouring words of
 // the query (knowledge.QueryProximities) found within a few terms of each
-// other in a chunk add their own bm25, a fifth of a term's weight.
+// other in a chunk add their own bm25, a fifth of a term's weight, to the
+// best chunks by the terms (nearWindow; rankNear).
 //
 // The tenants are kept inside the match expression, before the limit:
 // FTS5 ranks their chunks only (each chunk's tenant is a term of its

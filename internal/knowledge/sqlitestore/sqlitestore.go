@@ -35,12 +35,6 @@ type Store struct {
 	reader *sql.DB
 	db     *sqlitedb.DB // shared with the other store of the same file
 
-	// nearSlots bounds the searches that score their word pairs on a
-	// second connection (rankNear) to half the readers, so that searches
-	// holding one connection while waiting for another can never hold
-	// them all. nil (no second connection) for an in-memory database.
-	nearSlots chan struct{}
-
 	// writeMu orders each write with its update of vectors, so the
 	// in-memory copy changes in commit order.
 	writeMu sync.Mutex
@@ -72,9 +66,6 @@ func open(ctx context.Context, path string, migrationFS fs.FS) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, writer: db.Writer, reader: db.Reader}
-	if db.Reader != db.Writer {
-		s.nearSlots = make(chan struct{}, max(1, db.Reader.Stats().MaxOpenConnections/2))
-	}
 	if err := migrate(ctx, s.writer, ms, s.clock.Now); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
