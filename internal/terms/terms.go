@@ -110,8 +110,15 @@ func cjkBigrams(run string, f func(string)) {
 }
 
 func isCJK(r rune) bool {
+	if r < firstCJK { // Latin, Greek, Cyrillic…: most of what is read, without the table searches
+		return false
+	}
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
+
+// firstCJK is the lowest code point isCJK accepts: Hangul Jamo, U+1100
+// (Han starts at U+2E80, Hiragana and Katakana at U+3041 and U+30A1).
+const firstCJK = 0x1100
 
 // stopWords are English function words that say nothing about a topic.
 var stopWords = map[string]bool{}

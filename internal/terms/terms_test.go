@@ -2,7 +2,9 @@ package terms
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestEachCutsWordsAndCJKBigrams(t *testing.T) {
@@ -34,5 +36,37 @@ func TestJaccard(t *testing.T) {
 	}
 	if Jaccard(a, a) != 1 || Jaccard(Set{}, Set{}) != 0 {
 		t.Error("Jaccard of equal sets must be 1 and of empty sets 0")
+	}
+}
+
+// isCJK's shortcut answers no below firstCJK: every code point there is
+// outside the scripts it looks for, and firstCJK itself is inside.
+func TestIsCJKShortcutSkipsNoCJKCharacter(t *testing.T) {
+	t.Parallel()
+	in := func(r rune) bool {
+		return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+	}
+	for r := rune(0); r < firstCJK; r++ {
+		if in(r) {
+			t.Fatalf("U+%04X is CJK but below firstCJK", r)
+		}
+	}
+	if !in(firstCJK) || !isCJK(firstCJK) {
+		t.Fatalf("U+%04X should be CJK", firstCJK)
+	}
+}
+
+// A rerank candidate's term set (rerank's diversity step builds one per
+// candidate): a 300-word English passage, and a Chinese one.
+func BenchmarkNewSet(b *testing.B) {
+	en := strings.Repeat("The child process is a copy of the calling process, created by fork; it inherits open file descriptors. ", 20)
+	zh := strings.Repeat("子进程是调用进程的副本，由 fork 创建，并继承打开的文件描述符。", 20)
+	for _, c := range []struct{ name, text string }{{"english", en}, {"chinese", zh}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for b.Loop() {
+				NewSet(c.text)
+			}
+		})
 	}
 }
