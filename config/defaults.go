@@ -276,7 +276,7 @@ func builtinDefaults() map[string]any {
 				"top_k":           6,
 				"threshold":       0.2,
 				"min_keep":        2,
-				"lambda":          0.7,
+				"lambda":          1.0,
 				"timeout":         "10s",
 				"remote_base_url": "",
 				"remote_model":    "",

@@ -20,8 +20,9 @@ func init() { pipeline.Register("rerank", newRerank) }
 // RerankConfig is the `plugins.rerank` section.
 type RerankConfig struct {
 	// Reranker grades the candidates: none (fused order, cut to top_k),
-	// score (the fused scores, thresholded, with MMR diversity), remote (a
-	// /rerank HTTP API) or llm (the chat model grades them).
+	// score (the fused scores in the search's order, thresholded, with MMR
+	// diversity when lambda < 1), remote (a /rerank HTTP API) or llm (the
+	// chat model grades them).
 	Reranker  string        `mapstructure:"reranker"`
 	TopK      int           `mapstructure:"top_k"`     // candidates handed to merge
 	Threshold float64       `mapstructure:"threshold"` // minimum normalised score (0..1) to keep
@@ -60,7 +61,7 @@ type llmRerank struct{ *Rerank }
 func (p llmRerank) ModelName() string { return p.cfg.LLMModel }
 
 func newRerank(c pipeline.PluginConfig) (pipeline.Plugin, error) {
-	cfg := RerankConfig{Reranker: "score", TopK: 6, Threshold: 0.2, MinKeep: 2, Lambda: 0.7,
+	cfg := RerankConfig{Reranker: "score", TopK: 6, Threshold: 0.2, MinKeep: 2, Lambda: 1,
 		Timeout: 10 * time.Second, LLMModel: "default"}
 	if err := c.Decode(&cfg); err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func (p *Rerank) OnEvent(ctx context.Context, _ pipeline.EventType, cm *pipeline
 	kept, note := p.selectHits(hits, scores)
 	cm.SearchResults = kept
 	detail := fmt.Sprintf("%s: kept %d of %d (threshold %.2f", p.cfg.Reranker, len(kept), len(hits), p.cfg.Threshold)
-	if p.cfg.Reranker == "score" {
+	if p.cfg.Reranker == "score" && p.cfg.Lambda < 1 {
 		detail += fmt.Sprintf(", diversity lambda %.2f", p.cfg.Lambda)
 	}
 	detail += ")"
@@ -154,8 +155,13 @@ func keptThen(cm *pipeline.ChatManage, next func() *pipeline.PluginError) func()
 }
 
 // selectHits applies the threshold (falling back to the best min_keep),
-// orders by score — with MMR diversity for the score reranker — and keeps
-// top_k, each hit carrying its normalised score.
+// orders the candidates and keeps top_k, each hit carrying its normalised
+// score. A remote or llm grade reorders the candidates; the score
+// reranker keeps the search's order (with MMR diversity when lambda < 1).
+// That order is not always the score order: the search moves the best
+// chunk of each of its first documents ahead of the first documents'
+// other chunks, and sorting by score would undo it, putting a document's
+// second chunk back ahead of the second-best document.
 func (p *Rerank) selectHits(hits []retrieval.SearchHit, scores []float64) ([]retrieval.SearchHit, string) {
 	graded := make([]int, 0, len(hits))
 	for i, s := range scores {
@@ -163,22 +169,26 @@ func (p *Rerank) selectHits(hits []retrieval.SearchHit, scores []float64) ([]ret
 			graded = append(graded, i)
 		}
 	}
-	slices.SortStableFunc(graded, func(a, b int) int { return cmpDesc(scores[a], scores[b]) })
-	passing := graded
-	for i, idx := range graded {
-		if scores[idx] < p.cfg.Threshold {
-			passing = graded[:i]
-			break
-		}
+	byScore := slices.Clone(graded)
+	slices.SortStableFunc(byScore, func(a, b int) int { return cmpDesc(scores[a], scores[b]) })
+	if p.cfg.Reranker != "score" {
+		graded = byScore
 	}
+	passing := slices.DeleteFunc(slices.Clone(graded), func(i int) bool { return scores[i] < p.cfg.Threshold })
 	note := ""
 	if len(passing) == 0 {
-		passing = graded[:min(p.cfg.MinKeep, len(graded))]
+		passing = byScore[:min(p.cfg.MinKeep, len(byScore))]
 		note = fmt.Sprintf("no candidate reached the threshold; kept the best %d", len(passing))
 	}
 	order := passing[:min(p.cfg.TopK, len(passing))]
 	if p.cfg.Reranker == "score" && p.cfg.Lambda < 1 {
-		order = mmr(hits, scores, passing, p.cfg.TopK, p.cfg.Lambda)
+		// MMR's relevance follows the search's order: a candidate is never
+		// more relevant than the one before it.
+		rel := slices.Clone(scores)
+		for k := 1; k < len(passing); k++ {
+			rel[passing[k]] = min(rel[passing[k]], rel[passing[k-1]])
+		}
+		order = mmr(hits, rel, passing, p.cfg.TopK, p.cfg.Lambda)
 	}
 	out := make([]retrieval.SearchHit, len(order))
 	for i, idx := range order {

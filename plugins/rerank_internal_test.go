@@ -132,3 +132,33 @@ func approxEqual(a, b []float64) bool {
 	}
 	return true
 }
+
+// The search puts the best chunk of each of its first documents ahead of
+// a first document's other chunks, so its order is not its score order;
+// the score reranker keeps the search's order and cuts by each
+// candidate's own score.
+func TestScoreRerankerKeepsTheSearchOrderOverRawScores(t *testing.T) {
+	t.Parallel()
+	hits := []retrieval.SearchHit{
+		{ChunkID: "manual-1", DocumentID: "manual", Score: 0.20},
+		{ChunkID: "notes-1", DocumentID: "notes", Score: 0.10}, // moved up: the second document
+		{ChunkID: "faq-1", DocumentID: "faq", Score: 0.02},     // moved up, below the threshold
+		{ChunkID: "manual-2", DocumentID: "manual", Score: 0.18},
+		{ChunkID: "manual-3", DocumentID: "manual", Score: 0.16},
+	}
+	scores, _ := fusedScorer{}.score(context.Background(), nil, hits)
+	for _, tc := range []struct {
+		lambda float64
+		topK   int
+		want   []string
+	}{
+		{1, 2, []string{"manual-1", "notes-1"}},
+		{1, 6, []string{"manual-1", "notes-1", "manual-2", "manual-3"}},
+		{0.7, 2, []string{"manual-1", "notes-1"}},
+	} {
+		got, _ := scoreRerank(0.2, tc.lambda, tc.topK, 1).selectHits(hits, scores)
+		if !reflect.DeepEqual(ids(got), tc.want) {
+			t.Errorf("lambda %v, top_k %d kept %v, want %v", tc.lambda, tc.topK, ids(got), tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -416,4 +417,50 @@ func citedNumbers(s string) []int {
 		}
 	}
 	return out
+}
+
+// The search puts the best passage of each of its first documents ahead of
+// a first document's other passages; rerank keeps that order, so a long
+// document whose every section matches cannot fill the context alone and
+// push out the second document that answers the question too.
+func TestRagContextHoldsTheSecondDocumentAheadOfTheFirstOnesOtherPassages(t *testing.T) {
+	h := newHarness(t, ragMode)
+	var manual strings.Builder
+	manual.WriteString("# Kiln manual\n\n")
+	for i := range 9 {
+		fmt.Fprintf(&manual, "## Firing schedule %d\n\n", i+1)
+		for j := range 12 {
+			fmt.Fprintf(&manual, "Kiln firing temperature step %d.%d: raise the kiln firing temperature slowly and hold the kiln at temperature before cooling. ", i+1, j+1)
+		}
+		manual.WriteString("\n\n")
+	}
+	first := h.addDocument("Kiln manual", manual.String())
+	if first.Chunks < 7 {
+		t.Fatalf("the manual has %d passages; the test needs more than rerank keeps (6)", first.Chunks)
+	}
+	second := h.addDocument("Glaze notes", "# Glaze notes\n\nA celadon glaze matures when the kiln firing temperature "+
+		"reaches cone ten; mix the glaze with water to the thickness of cream, dip the pot for three seconds, "+
+		"wipe the foot clean and let it dry a day before it goes in.")
+
+	// The search ranks the notes second among documents, below many of the
+	// manual's passages by score.
+	hits := h.search("kiln firing temperature").Hits
+	if len(hits) < 2 || hits[0].DocumentID != first.ID || hits[1].DocumentID != second.ID {
+		t.Fatalf("search order = %+v, want the manual then the notes", hits)
+	}
+
+	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("Cone ten [2].", 3)})
+	s := h.ask(h.createSession(), "kiln firing temperature")
+	evs := s.all()
+	refsAt := indexOf(evs, eventbus.TypeReferences)
+	if refsAt < 0 {
+		t.Fatalf("no references: %v", types(evs))
+	}
+	var docs []string
+	for _, r := range evs[refsAt].Payload.(eventbus.References).Items {
+		docs = append(docs, r.DocumentID)
+	}
+	if len(docs) < 2 || docs[0] != first.ID || docs[1] != second.ID {
+		t.Fatalf("references' documents = %v, want the manual %s first and the notes %s second", docs, first.ID, second.ID)
+	}
 }
