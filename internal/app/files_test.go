@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -192,6 +193,13 @@ func TestUploadedOfficeFilesKeepHeadingsSlidesAndHeaderRows(t *testing.T) {
 	ref := h.referenceOf("How many seats does the Seagull have?", xlsx.ID)
 	if ref.Heading != "Boats" || !strings.Contains(ref.Content, "Boat | Seats | Home port") || !strings.Contains(ref.Content, "Seagull | 120 | Setúbal") {
 		t.Fatalf("XLSX reference %+v: want sheet Boats, header and row", ref)
+	}
+	// A date cell in Excel's built-in short date reads with its year whole,
+	// so the year finds it (m/d/yy would read 2031 as "31").
+	trips := h.mustUpload("trips.xlsx", docparsetest.XLSX(t, docparsetest.Sheet{Name: "Trips", Rows: [][]any{
+		{"Ferry", "Sails"}, {"Kestrel", time.Date(2031, 3, 14, 0, 0, 0, 0, time.UTC)}}}))
+	if hit, ok := h.hitOf("Kestrel 2031", trips.ID); !ok || !strings.Contains(hit.Content, "Kestrel | 2031-03-14") {
+		t.Fatalf("XLSX date hit %+v (found %v): want the row with its date in full", hit, ok)
 	}
 	stations := h.mustUpload("stations.xlsx", docFixture(t, "libreoffice-stations.xlsx"))
 	if hit, _ := h.hitOf("Porto", stations.ID); !strings.Contains(hit.Content, "Station | City | Opened\n") || !strings.Contains(hit.Content, "River Quay | Porto | 2004") {

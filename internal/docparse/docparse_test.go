@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -182,6 +183,11 @@ func TestParseSpreadsheetsKeepTheHeaderRowPerSheet(t *testing.T) {
 	}
 	if !equalSections(doc.Sections, want) {
 		t.Fatalf("sections %+v, want %+v", doc.Sections, want)
+	}
+	dates := parse(t, "trips.xlsx", docparsetest.XLSX(t, docparsetest.Sheet{Name: "Trips", Rows: [][]any{{"Ferry", "Sails"},
+		{"Kestrel", time.Date(2031, 3, 14, 0, 0, 0, 0, time.UTC)}, {"Tern", time.Date(1999, 12, 31, 17, 30, 0, 0, time.UTC)}}}))
+	if len(dates.Sections) != 1 || dates.Sections[0].Text != "Kestrel | 2031-03-14\nTern | 1999-12-31 17:30" {
+		t.Fatalf("XLSX dates (built-in formats 14 and 22): %+v, want ISO dates with the year whole", dates.Sections)
 	}
 	lo := parse(t, "stations.xlsx", fixture(t, "libreoffice-stations.xlsx"))
 	if len(lo.Sections) != 1 || lo.Sections[0].Header != "Station | City | Opened" ||

@@ -49,6 +49,12 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 		UnzipSizeLimit:    opts.maxUncompressed(),
 		UnzipXMLSizeLimit: min(sheetInMemoryBytes, opts.maxUncompressed()),
 		TmpDir:            tmp,
+		// Excel shows its built-in short date (formats 14 and 22) in the
+		// reader's regional format, with the year in full in the common
+		// ones; excelize's fallback is m/d/yy, so 2024 and 1924 would both
+		// read as "24" and a search for the year would not find the row.
+		// ISO dates keep the year whole and read alike in every language.
+		ShortDatePattern: "yyyy-mm-dd",
 	})
 	if f != nil {
 		defer f.Close()
