@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/app"
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
@@ -173,6 +175,72 @@ func TestBadBackgroundUploadsFailWithAReasonAndTheServerKeepsServing(t *testing.
 		t.Fatalf("good upload after bad ones: %d", code)
 	} else {
 		h.waitDocument(d.ID, hasStatus("ready"))
+	}
+}
+
+// documentIDs lists the default tenant's documents' ids, newest first.
+func (h *harness) documentIDs() []string {
+	h.t.Helper()
+	var list struct{ Documents []handler.DocumentJSON }
+	if code := h.call("GET", "/api/v1/knowledge/documents?limit=100", "", &list); code != http.StatusOK {
+		h.t.Fatalf("list documents: %d", code)
+	}
+	ids := make([]string, len(list.Documents))
+	for i, d := range list.Documents {
+		ids[i] = d.ID
+	}
+	return ids
+}
+
+// A file or text sent again after its ingest failed replaces the failed
+// entry: the list holds one entry per file, not one more per attempt.
+func TestAFileSentAgainReplacesItsFailedAttempt(t *testing.T) {
+	h := newHarness(t, withBackgroundIngest)
+	scan := docFixture(t, "scanned.pdf")
+	var first, second handler.DocumentJSON
+	if code := h.uploadFile("lease.pdf", scan, &first); code != http.StatusAccepted {
+		t.Fatalf("scanned PDF: %d %+v", code, first)
+	}
+	if d := h.waitDocument(first.ID, hasStatus("failed")); !strings.Contains(d.Error, "scanned PDF?") {
+		t.Fatalf("first attempt = %+v", d)
+	}
+	other := h.addDocument("Tide table", "High water at seven.")
+	if code := h.uploadFile("lease.pdf", scan, &second); code != http.StatusAccepted || second.ID == first.ID {
+		t.Fatalf("the same scan again: %d %+v", code, second)
+	}
+	h.waitDocument(second.ID, hasStatus("failed"))
+	if ids := h.documentIDs(); !slices.Equal(ids, []string{second.ID, other.ID}) {
+		t.Fatalf("documents after a second failed attempt = %v, want only the newest attempt %s and %s", ids, second.ID, other.ID)
+	}
+	if code := h.call("GET", "/api/v1/knowledge/documents/"+first.ID, "", nil); code != http.StatusNotFound {
+		t.Errorf("GET the replaced attempt: %d, want 404", code)
+	}
+
+	// The file fixed (a text layer now) under the same name: ready, and the
+	// failed attempt is gone.
+	fixed := docparsetest.PDF(t, "The lease of the harbour office runs for five years.")
+	var good handler.DocumentJSON
+	if code := h.uploadFile("lease.pdf", fixed, &good); code != http.StatusAccepted {
+		t.Fatalf("fixed PDF: %d %+v", code, good)
+	}
+	h.waitDocument(good.ID, hasStatus("ready"))
+	if ids := h.documentIDs(); !slices.Equal(ids, []string{good.ID, other.ID}) {
+		t.Fatalf("documents after the fixed file = %v, want %s and %s", ids, good.ID, other.ID)
+	}
+
+	// A text is known by its title.
+	code, bad := h.upload("Field notes", strings.Repeat(" \n", 200), false)
+	if code != http.StatusAccepted {
+		t.Fatalf("blank text: %d", code)
+	}
+	h.waitDocument(bad.ID, hasStatus("failed"))
+	code, notes := h.upload("Field notes", bigDocument("heron"), false)
+	if code != http.StatusAccepted {
+		t.Fatalf("the text again: %d", code)
+	}
+	h.waitDocument(notes.ID, hasStatus("ready"))
+	if ids := h.documentIDs(); !slices.Equal(ids, []string{notes.ID, good.ID, other.ID}) {
+		t.Fatalf("documents after the text sent again = %v", ids)
 	}
 }
 

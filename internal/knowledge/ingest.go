@@ -174,6 +174,9 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		return stored, fmt.Errorf("%w: %w", errStore, err)
 	}
 	report.written(len(chunks))
+	if jobID == "" {
+		s.replaceFailed(ctx, stored) // a background ingest did at its start
+	}
 	stored.Warning = warning
 	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("tenant_id", stored.TenantID),
 		zap.String("title", stored.Title),

@@ -181,9 +181,25 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		return s.lostFileRace(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash, err)
 	}
 	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
+	s.replaceFailed(ctx, doc)
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
 		zap.Int("bytes", len(upload)))
 	return doc, nil
+}
+
+// replaceFailed removes the tenant's failed attempts at doc's file (by its
+// name; a text's by its title), which the upload of doc, accepted, now
+// replaces: sending a file again after it failed leaves one entry, not
+// one more each time. Its failure is logged; the upload stands.
+func (s *Service) replaceFailed(ctx context.Context, doc Document) {
+	n, err := s.store.DeleteFailed(ctx, doc.TenantID, doc.Title, doc.Source, doc.ID)
+	switch {
+	case err != nil:
+		s.log.Warn("could not remove the failed attempts of a file sent again", zap.String("document_id", doc.ID), zap.Error(err))
+	case n > 0:
+		s.log.Info("failed attempts of a file sent again were removed", zap.String("document_id", doc.ID),
+			zap.String("tenant_id", doc.TenantID), zap.String("source", doc.Source), zap.Int("removed", n))
+	}
 }
 
 // fileDuplicate returns, with ErrDuplicate, the tenant's document of the

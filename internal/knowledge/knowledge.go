@@ -198,6 +198,11 @@ type Store interface {
 	// a ready document with that content (the processing one is left
 	// processing), and ErrNotFound when the document is not processing.
 	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
+	// DeleteFailed removes the tenant's failed documents from the file
+	// named source or, when source is "" (a text), titled title, except
+	// the document keep, and returns how many went: a file or text sent
+	// again replaces its failed attempts instead of adding to them.
+	DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error)
 	// FailDocument marks a processing document StatusFailed with reason
 	// (and duplicateOf, the document it duplicates, or "") and drops its
 	// upload and, when duplicateOf is "", its file hash; it returns

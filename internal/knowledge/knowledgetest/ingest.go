@@ -131,6 +131,47 @@ var ingestTests = []test{
 		}
 	}},
 
+	{"DeleteFailedRemovesOnlyTheTenantsFailedAttemptsOfTheFileOrTitle", func(t *testing.T, s knowledge.Store) {
+		failed := func(id, tenant, title, source string) {
+			t.Helper()
+			if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: id, TenantID: tenant, Title: title, Source: source}, []byte(id)); err != nil {
+				t.Fatalf("BeginDocument %s: %v", id, err)
+			}
+			if err := s.FailDocument(t.Context(), id, "broken", ""); err != nil {
+				t.Fatalf("FailDocument %s: %v", id, err)
+			}
+		}
+		failed("f1", "acme", "scan", "scan.pdf")
+		failed("f2", "acme", "Scan of the lease", "scan.pdf") // another title, the same file name
+		failed("f3", "beta", "scan", "scan.pdf")              // another tenant
+		failed("f4", "acme", "scan", "other.pdf")             // another file
+		failed("t1", "acme", "Notes", "")                     // texts: by title
+		failed("t2", "acme", "Notes", "")
+		failed("t3", "acme", "Other notes", "")
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, []byte("p1")); err != nil {
+			t.Fatal(err)
+		}
+		ready, chunks := newDoc("r1", "Notes", "kept")
+		ready.TenantID, ready.Source = "acme", "scan.pdf"
+		add(t, s, ready, chunks)
+
+		if n, err := s.DeleteFailed(t.Context(), "acme", "scan", "scan.pdf", "p1"); err != nil || n != 2 {
+			t.Errorf("DeleteFailed(scan.pdf) = %d, %v; want 2 (f1 and f2)", n, err)
+		}
+		if n, err := s.DeleteFailed(t.Context(), "acme", "Notes", "", "t2"); err != nil || n != 1 {
+			t.Errorf("DeleteFailed(Notes, keep t2) = %d, %v; want 1 (t1)", n, err)
+		}
+		for id, want := range map[string]bool{"f1": false, "f2": false, "t1": false, "f3": true, "f4": true, "t2": true, "t3": true, "p1": true, "r1": true} {
+			_, err := s.Document(t.Context(), id)
+			if got := err == nil; got != want {
+				t.Errorf("after DeleteFailed, document %s exists = %v (%v), want %v", id, got, err, want)
+			}
+		}
+		if n, err := s.DeleteFailed(t.Context(), "acme", "scan", "scan.pdf", ""); err != nil || n != 0 {
+			t.Errorf("DeleteFailed again = %d, %v; want 0", n, err)
+		}
+	}},
+
 	{"ClaimStaleTakesQuietIngestsOnceUntilTheyGoQuietAgain", func(t *testing.T, s knowledge.Store) {
 		for _, id := range []string{"p1", "p2", "p3"} {
 			if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: id, Title: id}, []byte(id)); err != nil {

@@ -93,6 +93,19 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 		reason, s.clock.Now(), duplicateOf)
 }
 
+// DeleteFailed removes the tenant's failed documents of one file or title
+// (their ingest rows go with them: ON DELETE CASCADE).
+func (s *Store) DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM knowledge_documents
+		WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed') AND tenant_id = $1 AND id <> $2
+		AND source = $3 AND ($3 <> '' OR title = $4)`,
+		cmp.Or(tenantID, knowledge.DefaultTenant), keep, source, title)
+	if err != nil {
+		return 0, fmt.Errorf("knowledge: delete failed documents: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // updateProcessing runs one UPDATE of a processing document's ingest row
 // ($1 is the id); no row changed means the document is not processing.
 func (s *Store) updateProcessing(ctx context.Context, what, id, sql string, args ...any) error {

@@ -98,6 +98,26 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 	})
 }
 
+// DeleteFailed removes the tenant's failed documents of one file or title.
+func (s *Store) DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents
+			WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed') AND tenant_id = ? AND id <> ?
+			AND source = ? AND (? <> '' OR title = ?)`,
+			cmp.Or(tenantID, knowledge.DefaultTenant), keep, source, source, title)
+		if err != nil {
+			return 0, err
+		}
+		n, err = res.RowsAffected()
+		return 0, err
+	}, func(int64) {})
+	if err != nil {
+		return 0, fmt.Errorf("knowledge: delete failed documents: %w", err)
+	}
+	return int(n), nil
+}
+
 // updateProcessing runs one UPDATE of a processing document's ingest row;
 // no row changed means the document is not processing: ErrNotFound.
 func (s *Store) updateProcessing(ctx context.Context, what, id string, update func(tx *sql.Tx, now time.Time) (sql.Result, error)) error {
