@@ -25,7 +25,10 @@ import (
 	"github.com/chatpipe/chatpipe/internal/pgdb"
 )
 
-var _ knowledge.Store = (*Store)(nil)
+var (
+	_ knowledge.Store            = (*Store)(nil)
+	_ knowledge.SnapshotSearcher = (*Store)(nil)
+)
 
 // Options tune Open. The zero value is ready to use.
 type Options struct {

@@ -44,16 +44,7 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 	if expr == "" || len(tenants) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, m.score
-		FROM (SELECT seq, ts_rank(terms, q, 1) AS score
-		      FROM knowledge_chunks, to_tsquery('simple', $1) AS q
-		      WHERE tenant_id = ANY ($2) AND terms @@ q
-		      ORDER BY score DESC, seq LIMIT $3) AS m
-		JOIN knowledge_chunks c ON c.seq = m.seq
-		JOIN knowledge_documents d ON d.id = c.document_id
-		ORDER BY m.score DESC, m.seq`,
-		expr, tenants, min(limit, maxLimit))
+	rows, err := s.pool.Query(ctx, keywordSQL, expr, tenants, min(limit, maxLimit))
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
@@ -62,6 +53,64 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
 	}
 	return hits, nil
+}
+
+// keywordSQL ranks the chunks of tenants ($2) matching the tsquery $1,
+// best $3 first.
+const keywordSQL = `
+	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, m.score
+	FROM (SELECT seq, ts_rank(terms, q, 1) AS score
+	      FROM knowledge_chunks, to_tsquery('simple', $1) AS q
+	      WHERE tenant_id = ANY ($2) AND terms @@ q
+	      ORDER BY score DESC, seq LIMIT $3) AS m
+	JOIN knowledge_chunks c ON c.seq = m.seq
+	JOIN knowledge_documents d ON d.id = c.document_id
+	ORDER BY m.score DESC, m.seq`
+
+// KeywordSearches runs a search's keyword rankings (the question's, its
+// English bridge's, its expansion's) in one read-only REPEATABLE READ
+// transaction, sent as one batch: they see one state of the knowledge
+// base, so a document added or deleted meanwhile is in all of them or in
+// none (one query each, at READ COMMITTED, could fuse rankings of two
+// states). A title-only ranking finds nothing here: PostgreSQL has no
+// lead score.
+func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
+	out := make([][]knowledge.Hit, len(queries))
+	tenants := knowledge.TenantList(tenantIDs)
+	if len(tenants) == 0 || limit <= 0 {
+		return out, nil
+	}
+	var batch pgx.Batch
+	for i, q := range queries {
+		terms := q.Terms
+		if terms == nil {
+			terms = knowledge.WordQueryTerms(q.Query)
+		}
+		expr := termsExpression(terms)
+		if q.TitleOnly || expr == "" {
+			continue
+		}
+		batch.Queue(keywordSQL, expr, tenants, min(limit, maxLimit)).Query(func(rows pgx.Rows) error {
+			hits, err := collectHits(rows)
+			out[i] = hits
+			return err
+		})
+	}
+	if batch.Len() == 0 {
+		return out, nil
+	}
+	if batch.Len() == 1 { // one statement is one snapshot already
+		if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
+			return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+		}
+		return out, nil
+	}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return tx.SendBatch(ctx, &batch).Close() })
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+	}
+	return out, nil
 }
 
 // collectHits reads hits (id, document_id, title, heading, page, content,
