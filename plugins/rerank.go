@@ -27,7 +27,7 @@ type RerankConfig struct {
 	TopK      int           `mapstructure:"top_k"`     // candidates handed to merge
 	Threshold float64       `mapstructure:"threshold"` // minimum normalised score (0..1) to keep
 	MinKeep   int           `mapstructure:"min_keep"`  // best candidates kept when none reaches the threshold
-	Lambda    float64       `mapstructure:"lambda"`    // score: relevance vs diversity, 1 = relevance only
+	Lambda    float64       `mapstructure:"lambda"`    // score: the search's order vs diversity (MMR), 1 = the search's order
 	Timeout   time.Duration `mapstructure:"timeout"`   // remote and llm: bound of the call
 
 	RemoteBaseURL string `mapstructure:"remote_base_url"` // remote: API root, e.g. https://api.jina.ai/v1
@@ -36,8 +36,10 @@ type RerankConfig struct {
 	LLMModel      string `mapstructure:"llm_model"`       // llm: a name under models:
 }
 
-// Rerank orders the search candidates by relevance and keeps the best
-// top_k. Every reranker yields scores normalised to 0..1, so threshold
+// Rerank keeps the best top_k of the search candidates: in the search's
+// order for the score reranker (optionally diversified), in the order of
+// their grades for remote and llm. Every reranker yields scores
+// normalised to 0..1, so threshold
 // means "relevant enough" whichever runs; when no candidate reaches it
 // the best min_keep are kept rather than none. A remote or llm reranker
 // that fails keeps the fused order; the stage detail says so.
@@ -182,11 +184,13 @@ func (p *Rerank) selectHits(hits []retrieval.SearchHit, scores []float64) ([]ret
 	}
 	order := passing[:min(p.cfg.TopK, len(passing))]
 	if p.cfg.Reranker == "score" && p.cfg.Lambda < 1 {
-		// MMR's relevance follows the search's order: a candidate is never
-		// more relevant than the one before it.
+		// MMR's relevance follows the search's order: a candidate is at
+		// least as relevant as any after it (a document the search moved
+		// up is lifted to the best score behind it, and the tail keeps its
+		// differences).
 		rel := slices.Clone(scores)
-		for k := 1; k < len(passing); k++ {
-			rel[passing[k]] = min(rel[passing[k]], rel[passing[k-1]])
+		for k := len(passing) - 2; k >= 0; k-- {
+			rel[passing[k]] = max(rel[passing[k]], rel[passing[k+1]])
 		}
 		order = mmr(hits, rel, passing, p.cfg.TopK, p.cfg.Lambda)
 	}

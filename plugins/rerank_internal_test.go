@@ -162,3 +162,21 @@ func TestScoreRerankerKeepsTheSearchOrderOverRawScores(t *testing.T) {
 		}
 	}
 }
+
+// With MMR on, a document the search moved up is as relevant as the best
+// passage behind it, and the passages behind it keep their differences:
+// a weak passage does not beat a strong one for its little overlap.
+func TestScoreRerankerMMRKeepsTheTailsDifferences(t *testing.T) {
+	t.Parallel()
+	hits := []retrieval.SearchHit{
+		{ChunkID: "A1", Content: "kiln firing temperature cone ten", Score: 1},
+		{ChunkID: "B1", Content: "celadon glaze dipping", Score: 0.30}, // moved up by the search
+		{ChunkID: "A2", Content: "kiln firing temperature cone ten cooling", Score: 0.95},
+		{ChunkID: "F1", Content: "clay storage buckets", Score: 0.22},
+	}
+	scores, _ := fusedScorer{}.score(context.Background(), nil, hits)
+	got, _ := scoreRerank(0.2, 0.85, 3, 1).selectHits(hits, scores)
+	if want := []string{"A1", "B1", "A2"}; !reflect.DeepEqual(ids(got), want) {
+		t.Errorf("lambda 0.85 kept %v, want %v (A2 is far more relevant than F1)", ids(got), want)
+	}
+}

@@ -187,12 +187,13 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	return doc, nil
 }
 
-// replaceFailed removes the tenant's failed attempts at doc's file (by its
-// name; a text's by its title), which the upload of doc, accepted, now
-// replaces: sending a file again after it failed leaves one entry, not
-// one more each time. Its failure is logged; the upload stands.
+// replaceFailed removes the failed attempts at doc's file (by its name; a
+// text's by its title) by the same uploader, which the upload of doc,
+// accepted, now replaces (see Store.DeleteFailed): sending a file again
+// after it failed leaves one entry, not one more each time. Its failure
+// is logged; the upload stands.
 func (s *Service) replaceFailed(ctx context.Context, doc Document) {
-	n, err := s.store.DeleteFailed(ctx, doc.TenantID, doc.Title, doc.Source, doc.ID)
+	n, err := s.store.DeleteFailed(ctx, doc)
 	switch {
 	case err != nil:
 		s.log.Warn("could not remove the failed attempts of a file sent again", zap.String("document_id", doc.ID), zap.Error(err))

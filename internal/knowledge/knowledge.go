@@ -198,11 +198,15 @@ type Store interface {
 	// a ready document with that content (the processing one is left
 	// processing), and ErrNotFound when the document is not processing.
 	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
-	// DeleteFailed removes the tenant's failed documents from the file
-	// named source or, when source is "" (a text), titled title, except
-	// the document keep, and returns how many went: a file or text sent
-	// again replaces its failed attempts instead of adding to them.
-	DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error)
+	// DeleteFailed removes the failed attempts that doc, an upload just
+	// accepted, replaces, and returns how many went: the documents of
+	// doc's tenant added by doc's uploader (AddedBy; "" = the tenant) that
+	// failed with no DuplicateOf, from the file named doc.Source or, when
+	// Source is "" (a text), titled doc.Title. doc itself stays, and with
+	// neither a source nor a title nothing goes. A file or text sent again
+	// thus replaces its failed attempts instead of adding to them; one that
+	// failed as a duplicate stays (it answers a copy sent again).
+	DeleteFailed(ctx context.Context, doc Document) (int, error)
 	// FailDocument marks a processing document StatusFailed with reason
 	// (and duplicateOf, the document it duplicates, or "") and drops its
 	// upload and, when duplicateOf is "", its file hash; it returns

@@ -131,15 +131,19 @@ var ingestTests = []test{
 		}
 	}},
 
-	{"DeleteFailedRemovesOnlyTheTenantsFailedAttemptsOfTheFileOrTitle", func(t *testing.T, s knowledge.Store) {
+	{"DeleteFailedRemovesOnlyTheUploadersFailedAttemptsOfTheFileOrTitle", func(t *testing.T, s knowledge.Store) {
+		failedAs := func(d knowledge.Document, duplicateOf string) {
+			t.Helper()
+			if _, err := s.BeginDocument(t.Context(), d, []byte(d.ID)); err != nil {
+				t.Fatalf("BeginDocument %s: %v", d.ID, err)
+			}
+			if err := s.FailDocument(t.Context(), d.ID, "broken", duplicateOf); err != nil {
+				t.Fatalf("FailDocument %s: %v", d.ID, err)
+			}
+		}
 		failed := func(id, tenant, title, source string) {
 			t.Helper()
-			if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: id, TenantID: tenant, Title: title, Source: source}, []byte(id)); err != nil {
-				t.Fatalf("BeginDocument %s: %v", id, err)
-			}
-			if err := s.FailDocument(t.Context(), id, "broken", ""); err != nil {
-				t.Fatalf("FailDocument %s: %v", id, err)
-			}
+			failedAs(knowledge.Document{ID: id, TenantID: tenant, Title: title, Source: source}, "")
 		}
 		failed("f1", "acme", "scan", "scan.pdf")
 		failed("f2", "acme", "Scan of the lease", "scan.pdf") // another title, the same file name
@@ -148,27 +152,41 @@ var ingestTests = []test{
 		failed("t1", "acme", "Notes", "")                     // texts: by title
 		failed("t2", "acme", "Notes", "")
 		failed("t3", "acme", "Other notes", "")
-		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, []byte("p1")); err != nil {
-			t.Fatal(err)
-		}
+		failed("u1", "acme", "", "") // untitled texts are never taken for one another
+		failed("u2", "acme", "", "")
+		// Shared documents: one uploader's attempts are not another's.
+		failedAs(knowledge.Document{ID: "s1", TenantID: knowledge.SharedTenant, AddedBy: "acme", Title: "handbook", Source: "handbook.pdf"}, "")
+		failedAs(knowledge.Document{ID: "s2", TenantID: knowledge.SharedTenant, AddedBy: "beta", Title: "handbook", Source: "handbook.pdf"}, "")
+		// One that failed as a duplicate answers a copy sent again: it stays.
 		ready, chunks := newDoc("r1", "Notes", "kept")
 		ready.TenantID, ready.Source = "acme", "scan.pdf"
 		add(t, s, ready, chunks)
+		failedAs(knowledge.Document{ID: "d1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, "r1")
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, []byte("p1")); err != nil {
+			t.Fatal(err)
+		}
 
-		if n, err := s.DeleteFailed(t.Context(), "acme", "scan", "scan.pdf", "p1"); err != nil || n != 2 {
-			t.Errorf("DeleteFailed(scan.pdf) = %d, %v; want 2 (f1 and f2)", n, err)
+		for _, c := range []struct {
+			doc  knowledge.Document
+			want int
+			what string
+		}{
+			{knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, 2, "scan.pdf: f1 and f2"},
+			{knowledge.Document{ID: "t2", TenantID: "acme", Title: "Notes"}, 1, "Notes, t2 kept: t1"},
+			{knowledge.Document{ID: "u2", TenantID: "acme"}, 0, "no title and no file"},
+			{knowledge.Document{ID: "new", TenantID: knowledge.SharedTenant, AddedBy: "acme", Title: "handbook", Source: "handbook.pdf"}, 1, "acme's shared handbook: s1"},
+			{knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, 0, "again"},
+		} {
+			if n, err := s.DeleteFailed(t.Context(), c.doc); err != nil || n != c.want {
+				t.Errorf("DeleteFailed(%s) = %d, %v; want %d", c.what, n, err, c.want)
+			}
 		}
-		if n, err := s.DeleteFailed(t.Context(), "acme", "Notes", "", "t2"); err != nil || n != 1 {
-			t.Errorf("DeleteFailed(Notes, keep t2) = %d, %v; want 1 (t1)", n, err)
-		}
-		for id, want := range map[string]bool{"f1": false, "f2": false, "t1": false, "f3": true, "f4": true, "t2": true, "t3": true, "p1": true, "r1": true} {
+		for id, want := range map[string]bool{"f1": false, "f2": false, "t1": false, "s1": false,
+			"f3": true, "f4": true, "t2": true, "t3": true, "u1": true, "u2": true, "s2": true, "d1": true, "p1": true, "r1": true} {
 			_, err := s.Document(t.Context(), id)
 			if got := err == nil; got != want {
 				t.Errorf("after DeleteFailed, document %s exists = %v (%v), want %v", id, got, err, want)
 			}
-		}
-		if n, err := s.DeleteFailed(t.Context(), "acme", "scan", "scan.pdf", ""); err != nil || n != 0 {
-			t.Errorf("DeleteFailed again = %d, %v; want 0", n, err)
 		}
 	}},
 

@@ -93,13 +93,18 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 		reason, s.clock.Now(), duplicateOf)
 }
 
-// DeleteFailed removes the tenant's failed documents of one file or title
-// (their ingest rows go with them: ON DELETE CASCADE).
-func (s *Store) DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error) {
+// DeleteFailed removes the failed attempts doc replaces (see
+// knowledge.Store); their ingest rows go with them (ON DELETE CASCADE).
+func (s *Store) DeleteFailed(ctx context.Context, doc knowledge.Document) (int, error) {
+	if doc.Source == "" && doc.Title == "" {
+		return 0, nil
+	}
+	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
+	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 	tag, err := s.pool.Exec(ctx, `DELETE FROM knowledge_documents
-		WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed') AND tenant_id = $1 AND id <> $2
-		AND source = $3 AND ($3 <> '' OR title = $4)`,
-		cmp.Or(tenantID, knowledge.DefaultTenant), keep, source, title)
+		WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed' AND duplicate_of = '')
+		AND tenant_id = $1 AND added_by = $2 AND id <> $3 AND source = $4 AND ($4 <> '' OR title = $5)`,
+		doc.TenantID, addedBy(doc), doc.ID, doc.Source, doc.Title)
 	if err != nil {
 		return 0, fmt.Errorf("knowledge: delete failed documents: %w", err)
 	}

@@ -98,14 +98,20 @@ func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string
 	})
 }
 
-// DeleteFailed removes the tenant's failed documents of one file or title.
-func (s *Store) DeleteFailed(ctx context.Context, tenantID, title, source, keep string) (int, error) {
+// DeleteFailed removes the failed attempts doc replaces (see
+// knowledge.Store).
+func (s *Store) DeleteFailed(ctx context.Context, doc knowledge.Document) (int, error) {
+	if doc.Source == "" && doc.Title == "" {
+		return 0, nil
+	}
+	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
+	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
 		res, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents
-			WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed') AND tenant_id = ? AND id <> ?
-			AND source = ? AND (? <> '' OR title = ?)`,
-			cmp.Or(tenantID, knowledge.DefaultTenant), keep, source, source, title)
+			WHERE id IN (SELECT document_id FROM knowledge_ingest WHERE status = 'failed' AND duplicate_of = '')
+			AND tenant_id = ? AND added_by = ? AND id <> ? AND source = ? AND (? <> '' OR title = ?)`,
+			doc.TenantID, addedBy(doc), doc.ID, doc.Source, doc.Source, doc.Title)
 		if err != nil {
 			return 0, err
 		}
