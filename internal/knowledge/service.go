@@ -40,8 +40,14 @@ func NewService(store Store, embedder embedding.Embedder, opts Options, logger *
 
 // Reconfigure applies new chunking, upload-limit and search settings to
 // later calls (config hot reload). The embedder is fixed at construction:
-// a changed knowledge.embedding section takes a restart.
+// a changed knowledge.embedding section takes a restart. A lead weight
+// for a store with no lead score (PostgreSQL) is warned of: it does
+// nothing there.
 func (s *Service) Reconfigure(opts Options) {
+	if _, ok := s.store.(TitleSearcher); !ok && opts.Search.LeadWeight > 0 {
+		s.log.Warn("knowledge.search.lead_weight is ignored: only the SQLite knowledge base has a lead score",
+			zap.Float64("lead_weight", opts.Search.LeadWeight))
+	}
 	s.opts.Store(&opts)
 }
 

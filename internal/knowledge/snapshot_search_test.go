@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
@@ -59,5 +62,25 @@ func TestASearchRanksTheSameInOneReadAndOneCallPerRanking(t *testing.T) {
 		if q != "how do I change a file's permissions" && plainStore.termCalls == before {
 			t.Errorf("%q made no ranking besides the question's: the test does not compare what it should", q)
 		}
+	}
+}
+
+// A lead weight set for a store with no lead score is warned of, at start
+// and on a reload; on SQLite, which has one, it is not.
+func TestALeadWeightTheStoreCannotUseIsWarnedOf(t *testing.T) {
+	store := openStore(t)
+	opts := testConfig()
+	opts.Search.LeadWeight = 0.3
+	core, logs := observer.New(zap.WarnLevel)
+	sqlite := knowledge.NewService(store, nil, opts, zap.New(core))
+	t.Cleanup(func() { _ = sqlite.Close() }) // closes the store both services use
+	if n := logs.FilterMessageSnippet("lead_weight").Len(); n != 0 {
+		t.Fatalf("SQLite has a lead score, yet %d warnings", n)
+	}
+	plain := knowledge.NewService(&oneRankingAtATime{Store: store}, nil, opts, zap.New(core))
+	plain.Reconfigure(testConfig())
+	plain.Reconfigure(opts)
+	if n := logs.FilterMessageSnippet("lead_weight is ignored").Len(); n != 2 {
+		t.Fatalf("%d warnings for a store with no lead score, want 2 (at start and on the reload that set it)", n)
 	}
 }
