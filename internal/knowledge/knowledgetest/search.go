@@ -3,6 +3,7 @@ package knowledgetest
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -140,6 +141,66 @@ var keywordTests = []test{
 			if hits, err := s.KeywordSearchTerms(t.Context(), []string{knowledge.DefaultTenant}, terms, 10); err != nil || len(hits) != 0 {
 				t.Errorf("KeywordSearchTerms(%q) = %v, %v; want nothing", terms, chunkIDs(hits), err)
 			}
+		}
+	}},
+
+	{"KeywordSearchesRankEachQueryAsTheOneRankingMethods", func(t *testing.T, s knowledge.Store) {
+		ss, ok := s.(knowledge.SnapshotSearcher)
+		if !ok {
+			return // the service calls the one-ranking methods for such a store
+		}
+		addParagraphs(t, s, "fork", "fork", "fork - create a child process", "The child process is a copy of the calling process.")
+		addParagraphs(t, s, "wait", "wait", "wait - wait for a process", "A child made by fork must be waited for.")
+		addParagraphs(t, s, "pipe", "pipe", "pipe - create a pipe", "A pipe joins two processes; a child inherits it.")
+		tenants := []string{knowledge.DefaultTenant}
+		queries := []knowledge.KeywordQuery{
+			{Query: "how is a child process created"},
+			{Terms: []string{"fork", "pipe"}},
+			{Terms: []string{"fork"}, TitleOnly: true},
+			{Query: "?! —"},
+		}
+		// Each ranking as the one-ranking methods give it; a title-only one
+		// finds nothing in a store that has no title search.
+		want := func() [][]knowledge.Hit {
+			t.Helper()
+			question, err := s.KeywordSearch(t.Context(), tenants, queries[0].Query, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			terms, err := s.KeywordSearchTerms(t.Context(), tenants, queries[1].Terms, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var title []knowledge.Hit
+			if ts, ok := s.(knowledge.TitleSearcher); ok {
+				if title, err = ts.KeywordSearchTitleTerms(t.Context(), tenants, queries[2].Terms, 10); err != nil || len(title) == 0 {
+					t.Fatalf("title search: %v, %v", title, err)
+				}
+			}
+			if len(question) < 3 || len(terms) < 3 {
+				t.Fatalf("one-ranking methods found %d and %d chunks, want at least 3 each", len(question), len(terms))
+			}
+			return [][]knowledge.Hit{question, terms, title, nil}
+		}
+		alone := want()
+		if got, err := ss.KeywordSearches(t.Context(), tenants, queries, 10); err != nil || !reflect.DeepEqual(got, alone) {
+			t.Fatalf("KeywordSearches = %+v, %v;\nwant %+v", got, err, alone)
+		}
+		if one, err := ss.KeywordSearches(t.Context(), tenants, queries[1:2], 10); err != nil || !reflect.DeepEqual(one, alone[1:2]) {
+			t.Fatalf("one ranking: %+v, %v; want %+v", one, err, alone[1:2])
+		}
+		if none, err := ss.KeywordSearches(t.Context(), []string{"nobody"}, queries, 10); err != nil || len(none) != len(queries) ||
+			none[0] != nil || none[1] != nil || none[2] != nil {
+			t.Fatalf("a tenant with no documents: %+v, %v; want no hits for each query", none, err)
+		}
+		// Another tenant's documents take no place in any ranking, a
+		// ranking with no terms first included.
+		theirs, chunks := newDoc("theirs", "fork", "fork - their own fork of a child process")
+		theirs.TenantID = "another"
+		add(t, s, theirs, chunks)
+		got, err := ss.KeywordSearches(t.Context(), tenants, append([]knowledge.KeywordQuery{queries[3]}, queries[:3]...), 10)
+		if err != nil || got[0] != nil || !reflect.DeepEqual(got[1:], want()[:3]) {
+			t.Fatalf("beside another tenant: %+v, %v; want no hits, then the rankings alone", got, err)
 		}
 	}},
 
