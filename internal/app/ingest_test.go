@@ -242,6 +242,20 @@ func TestAFileSentAgainReplacesItsFailedAttempt(t *testing.T) {
 	if ids := h.documentIDs(); !slices.Equal(ids, []string{notes.ID, good.ID, other.ID}) {
 		t.Fatalf("documents after the text sent again = %v", ids)
 	}
+
+	// An untitled text is no attempt at a titled one, whatever its heading.
+	code, harbour := h.upload("Harbour", strings.Repeat(" \n", 200), false)
+	if code != http.StatusAccepted {
+		t.Fatalf("blank text: %d", code)
+	}
+	h.waitDocument(harbour.ID, hasStatus("failed"))
+	code, untitled := h.upload("", "# Harbour\n\nTide at six.", false)
+	if code != http.StatusCreated {
+		t.Fatalf("small untitled text: %d", code)
+	}
+	if ids := h.documentIDs(); !slices.Equal(ids, []string{untitled.ID, harbour.ID, notes.ID, good.ID, other.ID}) {
+		t.Fatalf("documents after an untitled text headed like a failed one = %v; the failed one must stay", ids)
+	}
 }
 
 func TestAFullIngestQueueRefusesUploadsWith503(t *testing.T) {

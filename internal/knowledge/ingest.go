@@ -174,8 +174,12 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		return stored, fmt.Errorf("%w: %w", errStore, err)
 	}
 	report.written(len(chunks))
-	if jobID == "" {
-		s.replaceFailed(ctx, stored) // a background ingest did at its start
+	if jobID == "" { // a background ingest did at its start
+		// A failed attempt is known by the title it was sent with (see
+		// IngestBackground), not by one read from its text.
+		sent := stored
+		sent.Title = sentTitle(req.Title)
+		s.replaceFailed(ctx, sent)
 	}
 	stored.Warning = warning
 	s.log.Info("document ingested", zap.String("document_id", stored.ID), zap.String("tenant_id", stored.TenantID),

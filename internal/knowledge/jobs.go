@@ -171,7 +171,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		ID:        newDocumentID(),
 		TenantID:  cmp.Or(req.TenantID, DefaultTenant),
 		AddedBy:   req.AddedBy,
-		Title:     strings.Join(strings.Fields(req.Title), " "),
+		Title:     sentTitle(req.Title),
 		Source:    strings.TrimSpace(req.Source),
 		MediaType: mediaType,
 		FileHash:  fileHash,
@@ -186,6 +186,10 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		zap.Int("bytes", len(upload)))
 	return doc, nil
 }
+
+// sentTitle is the title a background upload is stored with until its
+// text is read: the one sent, its spaces collapsed ("" when none was).
+func sentTitle(title string) string { return strings.Join(strings.Fields(title), " ") }
 
 // replaceFailed removes the failed attempts at doc's file (by its name; a
 // text's by its title) by the same uploader, which the upload of doc,

@@ -154,7 +154,9 @@ var ingestTests = []test{
 		failed("t3", "acme", "Other notes", "")
 		failed("u1", "acme", "", "") // untitled texts are never taken for one another
 		failed("u2", "acme", "", "")
-		// Shared documents: one uploader's attempts are not another's.
+		// Shared documents: one uploader's attempts are not another's, nor
+		// the shared tenant's own (as the samples are).
+		failedAs(knowledge.Document{ID: "s0", TenantID: knowledge.SharedTenant, Title: "handbook", Source: "handbook.pdf"}, "")
 		failedAs(knowledge.Document{ID: "s1", TenantID: knowledge.SharedTenant, AddedBy: "acme", Title: "handbook", Source: "handbook.pdf"}, "")
 		failedAs(knowledge.Document{ID: "s2", TenantID: knowledge.SharedTenant, AddedBy: "beta", Title: "handbook", Source: "handbook.pdf"}, "")
 		// One that failed as a duplicate answers a copy sent again: it stays.
@@ -171,7 +173,7 @@ var ingestTests = []test{
 			want int
 			what string
 		}{
-			{knowledge.Document{ID: "p1", TenantID: "acme", Title: "scan", Source: "scan.pdf"}, 2, "scan.pdf: f1 and f2"},
+			{knowledge.Document{ID: "p1", TenantID: "acme", AddedBy: "acme", Title: "scan", Source: "scan.pdf"}, 2, "scan.pdf: f1 and f2"},
 			{knowledge.Document{ID: "t2", TenantID: "acme", Title: "Notes"}, 1, "Notes, t2 kept: t1"},
 			{knowledge.Document{ID: "u2", TenantID: "acme"}, 0, "no title and no file"},
 			{knowledge.Document{ID: "new", TenantID: knowledge.SharedTenant, AddedBy: "acme", Title: "handbook", Source: "handbook.pdf"}, 1, "acme's shared handbook: s1"},
@@ -181,7 +183,7 @@ var ingestTests = []test{
 				t.Errorf("DeleteFailed(%s) = %d, %v; want %d", c.what, n, err, c.want)
 			}
 		}
-		for id, want := range map[string]bool{"f1": false, "f2": false, "t1": false, "s1": false,
+		for id, want := range map[string]bool{"f1": false, "f2": false, "t1": false, "s1": false, "s0": true,
 			"f3": true, "f4": true, "t2": true, "t3": true, "u1": true, "u2": true, "s2": true, "d1": true, "p1": true, "r1": true} {
 			_, err := s.Document(t.Context(), id)
 			if got := err == nil; got != want {
