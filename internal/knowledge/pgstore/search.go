@@ -37,22 +37,16 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query str
 }
 
 // KeywordSearchTerms is KeywordSearch for terms given as they are (see
-// knowledge.Store.KeywordSearchTerms).
+// knowledge.Store.KeywordSearchTerms): KeywordSearches of one ranking.
 func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
-	expr := termsExpression(terms)
-	tenants := knowledge.TenantList(tenantIDs)
-	if expr == "" || len(tenants) == 0 || limit <= 0 {
-		return nil, nil
+	if len(terms) == 0 {
+		return nil, nil // no terms, not a question to read terms from
 	}
-	rows, err := s.pool.Query(ctx, keywordSQL, expr, tenants, min(limit, maxLimit))
+	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{{Terms: terms}}, limit)
 	if err != nil {
-		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
+		return nil, err
 	}
-	hits, err := collectHits(rows)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge: keyword search: %w", err)
-	}
-	return hits, nil
+	return out[0], nil
 }
 
 // keywordSQL ranks the chunks of tenants ($2) matching the tsquery $1,
