@@ -44,7 +44,11 @@ func NewService(store Store, embedder embedding.Embedder, opts Options, logger *
 // for a store with no lead score (PostgreSQL) is warned of: it does
 // nothing there.
 func (s *Service) Reconfigure(opts Options) {
-	if _, ok := s.store.(TitleSearcher); !ok && opts.Search.LeadWeight > 0 {
+	// Warned of at start and on a reload that changes it, not on every
+	// reload of a file that still sets it.
+	old := s.opts.Load()
+	changed := old == nil || old.Search.LeadWeight != opts.Search.LeadWeight
+	if _, ok := s.store.(TitleSearcher); !ok && opts.Search.LeadWeight > 0 && changed {
 		s.log.Warn("knowledge.search.lead_weight is ignored: only the SQLite knowledge base has a lead score",
 			zap.Float64("lead_weight", opts.Search.LeadWeight))
 	}

@@ -66,7 +66,8 @@ func TestASearchRanksTheSameInOneReadAndOneCallPerRanking(t *testing.T) {
 }
 
 // A lead weight set for a store with no lead score is warned of, at start
-// and on a reload; on SQLite, which has one, it is not.
+// and on a reload that sets it (not again on one that keeps it); on
+// SQLite, which has one, it is not.
 func TestALeadWeightTheStoreCannotUseIsWarnedOf(t *testing.T) {
 	store := openStore(t)
 	opts := testConfig()
@@ -80,6 +81,7 @@ func TestALeadWeightTheStoreCannotUseIsWarnedOf(t *testing.T) {
 	plain := knowledge.NewService(&oneRankingAtATime{Store: store}, nil, opts, zap.New(core))
 	plain.Reconfigure(testConfig())
 	plain.Reconfigure(opts)
+	plain.Reconfigure(opts) // another setting changed, say
 	if n := logs.FilterMessageSnippet("lead_weight is ignored").Len(); n != 2 {
 		t.Fatalf("%d warnings for a store with no lead score, want 2 (at start and on the reload that set it)", n)
 	}
