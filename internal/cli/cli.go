@@ -51,12 +51,28 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	switch {
 	case err == nil:
 		return 0
+	case err == ErrUsage && helpAsked(args):
+		return 0 // the usage was what was asked for
 	case err == ErrUsage:
 		return 2
 	default:
 		fmt.Fprintf(stderr, "chatpipe %s: %s\n", c.Name, strings.TrimSpace(err.Error()))
 		return 1
 	}
+}
+
+// helpAsked reports whether args ask for the usage (-h, -help, --help)
+// before the first argument that is not a flag.
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "-h" || a == "-help" || a == "--h" || a == "--help":
+			return true
+		case a == "--" || !strings.HasPrefix(a, "-"):
+			return false
+		}
+	}
+	return false
 }
 
 // FlagSet returns a flag set for command name that writes its usage to

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/chatpipe/chatpipe/config"
 	"github.com/chatpipe/chatpipe/eventbus"
@@ -18,15 +19,12 @@ import (
 	"github.com/chatpipe/chatpipe/internal/knowledge/eval"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/pipeline"
+	"github.com/chatpipe/chatpipe/plugins"
 )
 
 func init() {
 	Register(Command{Name: "eval", Summary: "measure retrieval: recall@k, MRR, nDCG of labelled questions", Run: runEval})
 }
-
-// evalTopK is how many chunks each ranking returns: enough for nDCG@10
-// over distinct documents when a document has several good chunks.
-const evalTopK = 50
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cfgPath := FlagSet("eval", stderr)
@@ -39,7 +37,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return ErrUsage
 	}
 	if *questions == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: chatpipe eval -questions FILE [-docs DIR] [-config FILE] [-v]")
+		fmt.Fprintln(stderr, "usage: chatpipe eval -questions FILE [-docs DIR] [-tenant ID] [-config FILE] [-v]")
+		fs.PrintDefaults()
 		return ErrUsage
 	}
 	f, err := os.Open(*questions)
@@ -54,6 +53,26 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// The rerank stage is built before any folder is ingested, so that a
+	// wrong setting is told at once.
+	rerank, err := pipeline.BuildStages("eval", []pipeline.ChainEntry{{Name: "rerank"}}, cfg.Plugins)
+	if err != nil {
+		return err
+	}
+	var searchCfg plugins.SearchConfig
+	if err := pipeline.DecodeSection("plugins.search", cfg.Plugins["search"], &searchCfg); err != nil {
+		return err
+	}
+	if *docs == "" && cfg.Storage.Driver != "postgres" {
+		// Opening a store creates it: a mistyped path would be measured as
+		// an empty knowledge base.
+		if _, err := os.Stat(cfg.Storage.SQLite.Path); err != nil {
+			return fmt.Errorf("no knowledge base at %s (storage.sqlite.path): %s; to evaluate a folder of documents, use -docs", cfg.Storage.SQLite.Path, describePathError(err))
+		}
 	}
 	if *docs != "" {
 		// A throwaway SQLite knowledge base with the configured chunking,
@@ -86,10 +105,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stdout)
 	}
-	if err := warnUnknownLabels(ctx, svc, *tenant, qs, stderr); err != nil {
+	if err := resolveLabels(ctx, svc, *tenant, qs, stderr); err != nil {
 		return err
 	}
-	results, err := evaluate(ctx, svc, cfg, *tenant, qs)
+	degraded := map[string]bool{}
+	results, err := evaluate(ctx, svc, rerank, searchCfg.TopK, *tenant, qs, func(method, why string) {
+		if !degraded[method+why] {
+			degraded[method+why] = true
+			fmt.Fprintf(stderr, "warning: %s: %s; its figures do not measure it\n", method, why)
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -99,12 +124,20 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // evaluate runs the questions through each ranking the configuration
 // offers: keyword, vector (with an embedder), hybrid, and hybrid followed
-// by the configured rerank plugin.
-func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, tenant string, qs []eval.Question) ([]eval.Result, error) {
-	search := func(kw, vec float64) eval.Ranking {
+// by the rerank stage. Each search asks for topK candidates (0: the
+// knowledge.search setting), as the rag chain's search stage does, since
+// the first places depend on it. A search that left a part out (the
+// embedding endpoint failed) or a rerank that fell back is told to
+// degraded, once per method and reason.
+func evaluate(ctx context.Context, svc *knowledge.Service, rerank *pipeline.EventManager, topK int, tenant string,
+	qs []eval.Question, degraded func(method, why string)) ([]eval.Result, error) {
+	search := func(name string, kw, vec float64) eval.Ranking {
 		return func(ctx context.Context, q string) ([]retrieval.SearchHit, error) {
-			resp, err := svc.Search(ctx, retrieval.SearchRequest{TenantID: tenant, Query: q, TopK: evalTopK,
+			resp, err := svc.Search(ctx, retrieval.SearchRequest{TenantID: tenant, Query: q, TopK: topK,
 				KeywordWeight: kw, VectorWeight: vec})
+			if err == nil && resp.Degraded != "" {
+				degraded(name, resp.Degraded)
+			}
 			return resp.Hits, err
 		}
 	}
@@ -112,24 +145,30 @@ func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, t
 		name string
 		rank eval.Ranking
 	}
-	methods := []method{{"keyword", search(1, -1)}}
+	methods := []method{{"keyword", search("keyword", 1, -1)}}
 	if svc.Embedding() {
-		methods = append(methods, method{"vector", search(-1, 1)}, method{"hybrid", search(0, 0)})
-	}
-	rerank, err := pipeline.BuildStages("eval", []pipeline.ChainEntry{{Name: "rerank"}}, cfg.Plugins)
-	if err != nil {
-		return nil, err
+		methods = append(methods, method{"vector", search("vector", -1, 1)}, method{"hybrid", search("hybrid", 0, 0)})
 	}
 	base := methods[len(methods)-1]
-	methods = append(methods, method{base.name + "+rerank", func(ctx context.Context, q string) ([]retrieval.SearchHit, error) {
+	name := base.name + "+rerank"
+	// What the rerank stage warns of (a reranker that failed, its fused
+	// order kept instead) is a degraded measurement.
+	var warned strings.Builder
+	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg"}),
+		zapcore.AddSync(&warned), zap.WarnLevel))
+	methods = append(methods, method{name, func(ctx context.Context, q string) ([]retrieval.SearchHit, error) {
 		hits, err := base.rank(ctx, q)
 		if err != nil {
 			return nil, err
 		}
+		warned.Reset()
 		cm := &pipeline.ChatManage{TenantID: tenant, Mode: "eval", Query: q, SearchResults: hits, Knowledge: svc,
-			Emitter: eventbus.EmitterFunc(func(eventbus.Event) {})}
+			Emitter: eventbus.EmitterFunc(func(eventbus.Event) {}), Logger: log}
 		if perr := rerank.Execute(ctx, cm); perr != nil {
 			return nil, perr
+		}
+		if why, _, _ := strings.Cut(warned.String(), "\n"); why != "" {
+			degraded(name, why)
 		}
 		return cm.SearchResults, nil
 	}})
@@ -144,8 +183,8 @@ func evaluate(ctx context.Context, svc *knowledge.Service, cfg *config.Config, t
 	return results, nil
 }
 
-// ingestFolder adds every file under dir (hidden ones skipped and
-// symbolic links not followed, as by chatpipe ingest) that an upload
+// ingestFolder adds every file under dir (hidden ones skipped, symbolic
+// links to folders not followed, as by chatpipe ingest) that an upload
 // would take, read as an upload is (knowledge.FileRequest) and titled by
 // its file name without the extension, so that the questions can name
 // it. A file the service refuses is named on warn with the reason and
@@ -157,12 +196,12 @@ func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant strin
 		}
 		return 0, 0, fmt.Errorf("-docs %s: %s", dir, describePathError(err))
 	}
-	files, walkErrs := collectFiles([]string{dir})
+	files, walkErrs, links := collectFiles([]string{dir})
 	skip := func(path, reason string) {
 		skipped++
 		fmt.Fprintf(warn, "skipped %s: %s\n", path, reason)
 	}
-	for _, e := range walkErrs {
+	for _, e := range append(walkErrs, links...) {
 		skip(e.path, e.reason)
 	}
 	for _, f := range files {
@@ -194,30 +233,49 @@ func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant strin
 	return ingested, skipped, nil
 }
 
-// warnUnknownLabels tells which expected documents of the questions name
-// no document of the knowledge base (by title or id): a typo there would
-// otherwise only show as a miss.
-func warnUnknownLabels(ctx context.Context, svc *knowledge.Service, tenant string, qs []eval.Question, warn io.Writer) error {
-	known := map[string]bool{}
+// resolveLabels sets each question's Relevant, the number of documents
+// of the knowledge base its labels name (by title or id), and tells which
+// labels name none (a typo there would otherwise only show as a miss)
+// and which titles several documents share (either answers). A knowledge
+// base with no documents is an error: every figure would be 0.
+func resolveLabels(ctx context.Context, svc *knowledge.Service, tenant string, qs []eval.Question, warn io.Writer) error {
+	named := map[string][]string{} // a title or id → the documents it names
 	for offset := 0; ; {
 		docs, total, err := svc.Documents(ctx, tenant, 500, offset)
 		if err != nil {
 			return err
 		}
 		for _, d := range docs {
-			known[d.Title], known[d.ID] = true, true
+			named[d.ID] = append(named[d.ID], d.ID)
+			if d.Title != d.ID {
+				named[d.Title] = append(named[d.Title], d.ID)
+			}
 		}
 		offset += len(docs)
 		if len(docs) == 0 || offset >= total {
 			break
 		}
 	}
-	for _, q := range qs {
+	if len(named) == 0 {
+		return fmt.Errorf("the knowledge base of tenant %q has no documents: nothing to evaluate", tenant)
+	}
+	told := map[string]bool{}
+	for i, q := range qs {
+		relevant := map[string]bool{}
 		for _, w := range q.Want {
-			if !known[w] {
+			ids := named[w]
+			switch {
+			case len(ids) == 0:
 				fmt.Fprintf(warn, "warning: line %d names %q, which is no document's title or id: that question can only miss\n", q.Line, w)
+			case len(ids) > 1 && !told[w]:
+				told[w] = true
+				fmt.Fprintf(warn, "warning: %d documents are titled %q (line %d): each of them counts as an expected document; name one by its id to keep to it\n", len(ids), w, q.Line)
+			}
+			for _, id := range ids {
+				relevant[id] = true
 			}
 		}
+		qs[i].Relevant = len(relevant)
 	}
 	return nil
 }

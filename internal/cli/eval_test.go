@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,6 +93,94 @@ func TestEvalReadsAFolderAsUploadsAndWarnsOfUnknownLabels(t *testing.T) {
 	} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+// Two documents share a title: both count as expected, so nDCG@10 stays
+// within 0..1 (it was 1.63 for such a question); a title and the id of the
+// same document name one document. A byte order mark, CRLF line ends and
+// an indented comment are read as any editor means them.
+func TestEvalCountsEachExpectedDocumentOnce(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"docs/x/faq.md":  "# Help one\n\nFrequently asked: how to reset the walrus password.",
+		"docs/y/faq.md":  "# Help two\n\nFrequently asked: how to feed the walrus at noon.",
+		"docs/zebra.md":  "# Zebra\n\nZebras have stripes and live in Africa.",
+		"q.tsv":          "\uFEFF# questions\r\n  # an indented comment\r\nwalrus\tfaq\r\nzebra stripes\tzebra|zebra\r\n",
+		"bad-config.yml": "knowledge:\n  search:\n    rrf_k: -5\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFile(filepath.Join(dir, name), content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", dir + "/docs"}, &out, &errOut); err != nil {
+		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
+	}
+	if want := "keyword                 2 1.000 1.000 1.000 1.000   1.000"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	if want := `warning: 2 documents are titled "faq" (line 3)`; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+	}
+
+	// A configuration the server would refuse is refused here too.
+	errOut.Reset()
+	err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", dir + "/docs", "-config", dir + "/bad-config.yml"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "rrf_k") {
+		t.Errorf("err = %v; want the bad setting named", err)
+	}
+	// A store that does not exist is not created and measured as empty.
+	missing := filepath.Join(dir, "typo", "chatpipe.db")
+	if err := writeFile(dir+"/store.yml", "storage:\n  sqlite:\n    path: "+missing+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	err = runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-config", dir + "/store.yml"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "no knowledge base at "+missing) {
+		t.Errorf("err = %v; want the missing store named", err)
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
+		t.Errorf("eval created %s", filepath.Dir(missing))
+	}
+	// A folder with no document is nothing to measure.
+	if err := os.Mkdir(dir+"/none", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", dir + "/none"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "has no documents") {
+		t.Errorf("err = %v; want an empty knowledge base refused", err)
+	}
+}
+
+// An embedding endpoint that cannot be reached leaves vector and hybrid
+// search with nothing from it: eval says so rather than print their
+// figures as measured.
+func TestEvalWarnsOfARankingThatDegraded(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(dir+"/docs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"docs/zebra.md": "# Zebra\n\nZebras have stripes and live in Africa.",
+		"q.tsv":         "zebra stripes\tzebra\n",
+		"config.yml": "knowledge:\n  embedding:\n    provider: openai\n    base_url: http://127.0.0.1:1/v1\n" +
+			"    model: m\n    timeout: 2s\n",
+	} {
+		if err := writeFile(filepath.Join(dir, name), content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", dir + "/docs", "-config", dir + "/config.yml"}, &out, &errOut); err != nil {
+		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
+	}
+	for _, want := range []string{"warning: vector: ", "warning: hybrid: "} {
+		if strings.Count(errOut.String(), want) != 1 {
+			t.Errorf("stderr lacks one %q:\n%s", want, errOut.String())
 		}
 	}
 }

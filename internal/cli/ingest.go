@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +54,7 @@ const (
 	outcomeIngested fileOutcome = iota
 	outcomeDuplicate
 	outcomeRefused
+	outcomeInterrupted // the run was interrupted while the file was sent or stored
 )
 
 // ingester adds one file's bytes; progress is told how far it is, from 0
@@ -81,6 +84,29 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return ErrUsage
 	}
+	// Flags stop at the first path; one written after the paths would be
+	// taken as a path, and the files before it stored as the flags it
+	// did not get (another tenant, not shared).
+	for _, a := range fs.Args() {
+		if len(a) > 1 && strings.HasPrefix(a, "-") {
+			fmt.Fprintf(stderr, "chatpipe ingest: %s comes after the paths; flags go before them (a file whose name starts with - is ./%s)\n", a, a)
+			return ErrUsage
+		}
+	}
+	if *server != "" {
+		if u, err := url.Parse(*server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fmt.Fprintf(stderr, "chatpipe ingest: -server %s: want the server's URL, such as http://localhost:8080\n", *server)
+			return ErrUsage
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, name := range []string{"tenant", "config"} {
+			if set[name] {
+				fmt.Fprintf(stderr, "chatpipe ingest: -%s is for a store opened here; with -server the API key decides the tenant and the server its settings\n", name)
+				return ErrUsage
+			}
+		}
+	}
 
 	var in ingester
 	if *server != "" {
@@ -109,18 +135,31 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			textLimit: cfg.Knowledge.MaxUploadBytes, fileLimit: cfg.Knowledge.MaxFileBytes}
 	}
 
-	files, walkErrs := collectFiles(fs.Args())
+	files, walkErrs, links := collectFiles(fs.Args())
 	out := newReporter(stdout)
-	sum := summary{}
+	sum := summary{links: links}
 	for _, e := range walkErrs {
 		sum.refuse(e.path, e.reason)
 		out.line("refused    %s: %s", e.path, e.reason)
 	}
+	for _, l := range links {
+		out.line("skipped    %s: %s", l.path, l.reason)
+	}
 	for i, f := range files {
 		if ctx.Err() != nil {
+			sum.notTried = len(files) - i
 			break
 		}
 		outcome, detail, stop := ingestFile(ctx, in, f, out)
+		if outcome == outcomeInterrupted {
+			sum.interrupted = f.path
+			sum.notTried = len(files) - i - 1
+			if detail != "" {
+				detail = ": " + detail
+			}
+			out.line("interrupted %s%s", f.path, detail)
+			break
+		}
 		switch outcome {
 		case outcomeIngested:
 			sum.ingested++
@@ -132,8 +171,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			sum.refuse(f.path, detail)
 			out.line("refused    %s: %s", f.path, detail)
 		}
-		if stop {
+		if stop != nil {
 			sum.notTried = len(files) - i - 1
+			sum.stopped = stop
 			break
 		}
 	}
@@ -142,6 +182,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("interrupted: %w", err)
 	}
 	if sum.notTried > 0 {
+		if sum.stopped.unreachable {
+			return fmt.Errorf("stopped: the server cannot be reached; %d more files were not tried", sum.notTried)
+		}
 		return fmt.Errorf("stopped: the server would refuse the other %d files the same way", sum.notTried)
 	}
 	if n := len(sum.refused); n > 0 {
@@ -151,23 +194,32 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // ingestFile reads and ingests one file, drawing its progress bar; stop
-// says the run should end here (see stopError).
-func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (outcome fileOutcome, detail string, stop bool) {
+// says the run should end here, and why (see stopError).
+func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (outcome fileOutcome, detail string, stop *stopError) {
 	if limit, key := in.limit(f.name); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size), false
+		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size), nil
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
-		return outcomeRefused, "cannot read: " + describePathError(err), false
+		return outcomeRefused, "cannot read: " + describePathError(err), nil
 	}
 	bar := out.bar(f.path)
 	outcome, detail, err = in.ingest(ctx, f.path, f.name, data, bar.set)
 	bar.done()
-	if err != nil {
-		var stopErr *stopError
-		return outcomeRefused, err.Error(), errors.As(err, &stopErr)
+	if ctx.Err() != nil && outcome != outcomeIngested && outcome != outcomeDuplicate {
+		// Cut short by the interrupt, not refused. A server that had
+		// taken the file goes on with it (pendingError says which).
+		var pending *pendingError
+		if errors.As(err, &pending) {
+			return outcomeInterrupted, pending.Error(), nil
+		}
+		return outcomeInterrupted, "", nil
 	}
-	return outcome, detail, false
+	if err != nil {
+		stop, _ = errors.AsType[*stopError](err)
+		return outcomeRefused, err.Error(), stop
+	}
+	return outcome, detail, nil
 }
 
 // inputFile is a file to ingest: its path and the name the service sees
@@ -180,33 +232,62 @@ type inputFile struct {
 type walkError struct{ path, reason string }
 
 // collectFiles expands the arguments: files as given, folders into their
-// regular files (recursively, hidden files and folders skipped, symbolic
-// links not followed), in lexical order.
-func collectFiles(args []string) ([]inputFile, []walkError) {
-	var files []inputFile
-	var errs []walkError
+// regular files (recursively, hidden files and folders skipped), in
+// lexical order. A folder named through a symbolic link is walked; inside
+// a folder, a symbolic link to a file is followed, while one to a folder
+// (it may loop) or to nothing is not, and is listed in links with why.
+// Anything but a regular file or a folder (a FIFO, a device: reading it
+// could block or never end) is an error.
+func collectFiles(args []string) (files []inputFile, errs []walkError, links []walkError) {
 	for _, arg := range args {
 		info, err := os.Stat(arg)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, walkError{arg, describePathError(err)})
 			continue
-		}
-		if !info.IsDir() {
+		case info.Mode().IsRegular():
 			files = append(files, inputFile{path: arg, name: filepath.Base(arg), size: info.Size()})
 			continue
+		case !info.IsDir():
+			errs = append(errs, walkError{arg, notRegular})
+			continue
 		}
-		_ = filepath.WalkDir(arg, func(p string, d fs.DirEntry, err error) error {
+		root := arg
+		if l, err := os.Lstat(arg); err == nil && l.Mode()&fs.ModeSymlink != 0 {
+			root = arg + string(filepath.Separator) // WalkDir then starts at the folder the link names
+		}
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				errs = append(errs, walkError{p, describePathError(err)})
 				return nil
 			}
-			if p != arg && strings.HasPrefix(d.Name(), ".") {
+			if p == root {
+				return nil
+			}
+			if strings.HasPrefix(d.Name(), ".") {
 				if d.IsDir() {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			if !d.Type().IsRegular() {
+			switch t := d.Type(); {
+			case t.IsDir():
+				return nil
+			case t&fs.ModeSymlink != 0:
+				target, err := os.Stat(p)
+				switch {
+				case err != nil:
+					links = append(links, walkError{p, "a symbolic link to nothing readable (" + describePathError(err) + "), skipped"})
+				case target.IsDir():
+					links = append(links, walkError{p, "a symbolic link to a folder, not followed (name the folder itself to add it)"})
+				case target.Mode().IsRegular():
+					files = append(files, inputFile{path: p, name: d.Name(), size: target.Size()})
+				default:
+					errs = append(errs, walkError{p, notRegular})
+				}
+				return nil
+			case !t.IsRegular():
+				errs = append(errs, walkError{p, notRegular})
 				return nil
 			}
 			info, err := d.Info()
@@ -218,8 +299,11 @@ func collectFiles(args []string) ([]inputFile, []walkError) {
 			return nil
 		})
 	}
-	return files, errs
+	return files, errs, links
 }
+
+// notRegular is why a FIFO, socket or device is not read.
+const notRegular = "not a regular file (a FIFO, socket or device), not read"
 
 func describePathError(err error) string {
 	var pe *fs.PathError
@@ -295,18 +379,33 @@ func progressFraction(p knowledge.Progress, embedding bool) (float64, string) {
 type summary struct {
 	ingested, duplicates int
 	refused              []walkError
-	notTried             int // files left when the run stopped (stopError)
+	links                []walkError // symbolic links not followed
+	interrupted          string      // the file an interrupt cut short
+	notTried             int         // files left when the run stopped (stopError) or was interrupted
+	stopped              *stopError  // why it stopped, if it did
 }
 
 func (s *summary) refuse(path, reason string) { s.refused = append(s.refused, walkError{path, reason}) }
 
 func (s *summary) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d ingested, %d skipped as duplicates, %d refused", s.ingested, s.duplicates, len(s.refused))
+	if len(s.links) > 0 {
+		fmt.Fprintf(w, ", %d symbolic links not followed", len(s.links))
+	}
+	if s.interrupted != "" {
+		fmt.Fprint(w, ", 1 interrupted")
+	}
 	if s.notTried > 0 {
-		fmt.Fprintf(w, ", %d not tried (the server would refuse them the same way)", s.notTried)
+		fmt.Fprintf(w, ", %d not tried", s.notTried)
+		if s.stopped != nil {
+			fmt.Fprintf(w, " (%s)", s.stopped.why())
+		}
 	}
 	fmt.Fprintln(w)
 	for _, r := range s.refused {
 		fmt.Fprintf(w, "  refused %s: %s\n", r.path, r.reason)
+	}
+	for _, l := range s.links {
+		fmt.Fprintf(w, "  skipped %s: %s\n", l.path, l.reason)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -93,7 +95,7 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 				continue
 			}
 			if refusesEveryFile(resp.StatusCode, e.Error.Code) {
-				return outcomeRefused, "", &stopError{reason}
+				return outcomeRefused, "", &stopError{reason: reason}
 			}
 			return outcomeRefused, reason, nil
 		}
@@ -111,7 +113,7 @@ func (r *remoteIngester) ingest(ctx context.Context, _, name string, data []byte
 func (r *remoteIngester) follow(ctx context.Context, id string, progress func(float64, string)) (fileOutcome, string, error) {
 	for {
 		if err := sleep(ctx, cmp.Or(r.poll, 300*time.Millisecond)); err != nil {
-			return outcomeRefused, "", err
+			return outcomeRefused, "", &pendingError{id}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/api/v1/knowledge/documents/"+id, nil)
 		if err != nil {
@@ -155,10 +157,30 @@ func refusesEveryFile(status int, code string) bool {
 		status == http.StatusTooManyRequests && code == "auth_rate_limited"
 }
 
-// stopError is a refusal that ends the run: see refusesEveryFile.
-type stopError struct{ reason string }
+// pendingError is a background ingest the server goes on with after the
+// run stopped following it (interrupted).
+type pendingError struct{ id string }
+
+func (e *pendingError) Error() string {
+	return "the server goes on ingesting it as document " + e.id
+}
+
+// stopError is a refusal that ends the run (see refusesEveryFile), or a
+// server that cannot be reached.
+type stopError struct {
+	reason      string
+	unreachable bool
+}
 
 func (e *stopError) Error() string { return e.reason }
+
+// why says why the files after it were not tried.
+func (e *stopError) why() string {
+	if e.unreachable {
+		return "the server cannot be reached"
+	}
+	return "the server would refuse them the same way"
+}
 
 func describeReply(doc documentReply) string {
 	detail := fmt.Sprintf("%d chunks, %s", doc.Chunks, doc.ID)
@@ -197,6 +219,11 @@ func (r *remoteIngester) upload(ctx context.Context, name string, data []byte) (
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+			// No server there (refused, no route, no such host): the
+			// same for every other file.
+			return nil, &stopError{reason: fmt.Sprintf("cannot reach the server at %s: %v", r.base, err), unreachable: true}
 		}
 		return nil, fmt.Errorf("upload to %s: %w", r.base, err)
 	}

@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -339,5 +341,101 @@ func TestIngestThroughTheServerReportsALateFoundDuplicate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "0 ingested, 1 skipped as duplicates, 0 refused") ||
 		!strings.Contains(out, "duplicate  "+filepath.Join(dir, "b", "log-copy.pdf")+" (same content as document ") {
 		t.Fatalf("the re-saved copy: exit %d\n%s", code, out)
+	}
+}
+
+// A folder named through a symbolic link is walked; inside a folder a link
+// to a file is read, while links to a folder or to nothing are listed as
+// not followed. A FIFO is refused, not read (reading it would block).
+func TestIngestFollowsALinkedFolderAndListsTheLinksItDoesNotFollow(t *testing.T) {
+	_, _, cfgPath := storeConfig(t, "")
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{
+		"real/r.md":        "# Rivers\n\nRivers carry silt to the delta.",
+		"elsewhere/e.md":   "# Estuary\n\nThe estuary mixes salt and fresh water.",
+		"other/o.md":       "# Oxbow\n\nAn oxbow lake forms where a meander is cut off.",
+		"elsewhere/x/y.md": "# Yardang\n\nWind carves yardangs out of soft rock.",
+	})
+	for link, target := range map[string]string{
+		"link":               filepath.Join(root, "real"),
+		"real/estuary.md":    filepath.Join(root, "elsewhere", "e.md"),
+		"real/more":          filepath.Join(root, "elsewhere", "x"),
+		"real/gone.md":       filepath.Join(root, "nothing-here.md"),
+		"real/loop":          filepath.Join(root, "real", "loop"),
+		"other/back-to-real": filepath.Join(root, "real"),
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fifo := filepath.Join(root, "pipe.md")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	code, out := runIngest(t, "-config", cfgPath, link, fifo)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the FIFO is refused)\n%s", code, out)
+	}
+	for _, want := range []string{
+		"ingested   " + filepath.Join(link, "r.md"),
+		"ingested   " + filepath.Join(link, "estuary.md"),
+		"refused    " + fifo + ": not a regular file (a FIFO, socket or device), not read",
+		"skipped    " + filepath.Join(link, "more") + ": a symbolic link to a folder, not followed",
+		"skipped    " + filepath.Join(link, "gone.md") + ": a symbolic link to nothing readable",
+		"skipped    " + filepath.Join(link, "loop") + ": a symbolic link to nothing readable",
+		"2 ingested, 0 skipped as duplicates, 1 refused, 3 symbolic links not followed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	svc := openKnowledge(t, cfgPath)
+	if _, total, err := svc.Documents(context.Background(), knowledge.DefaultTenant, 10, 0); err != nil || total != 2 {
+		t.Errorf("%d documents stored (%v), want 2", total, err)
+	}
+}
+
+// Flags after the paths are a usage error before anything is stored: the
+// files would otherwise go to the default tenant, not the one asked for.
+func TestIngestRefusesFlagsAfterThePathsBeforeStoringAnything(t *testing.T) {
+	_, dbPath, cfgPath := storeConfig(t, "")
+	dir := sampleFolder(t)
+	code, out := runIngest(t, "-config", cfgPath, filepath.Join(dir, "a.md"), "-tenant", "acme")
+	if code != 2 || !strings.Contains(out, "-tenant comes after the paths; flags go before them") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dbPath); err == nil {
+		t.Errorf("the store was opened (and %s created) before the usage error", dbPath)
+	}
+	if code, out := runIngest(t, "-h"); code != 0 || !strings.Contains(out, "usage: chatpipe ingest") {
+		t.Errorf("-h: exit %d, want 0 with the usage\n%s", code, out)
+	}
+}
+
+// -server takes a URL and no store settings; a server that cannot be
+// reached stops the run at the first file.
+func TestIngestThroughTheServerChecksItsArguments(t *testing.T) {
+	dir := sampleFolder(t)
+	for _, args := range [][]string{
+		{"-server", "127.0.0.1:8080", dir},
+		{"-server", "http://127.0.0.1:8080", "-tenant", "acme", dir},
+		{"-server", "http://127.0.0.1:8080", "-config", "config.yaml", dir},
+	} {
+		if code, out := runIngest(t, args...); code != 2 || !strings.Contains(out, "chatpipe ingest: -") {
+			t.Errorf("%q: exit %d, want a usage error\n%s", args, code, out)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	code, out := runIngest(t, "-server", "http://"+addr, dir)
+	if code != 1 || !strings.Contains(out, "1 refused, 6 not tried (the server cannot be reached)") ||
+		!strings.Contains(out, "stopped: the server cannot be reached; 6 more files were not tried") ||
+		strings.Count(out, "cannot reach the server") != 2 { // its line and the summary's
+		t.Errorf("exit %d\n%s", code, out)
 	}
 }

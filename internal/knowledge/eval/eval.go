@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
@@ -24,7 +25,12 @@ type Question struct {
 	// Want lists the documents that answer it, by title or id; any one
 	// of them answers it.
 	Want []string
-	Line int // line in the questions file, for error messages and misses
+	// Relevant is how many documents of the knowledge base the labels
+	// name (a title two documents share names both; a title and the id of
+	// one document name one), the size of nDCG's ideal ranking; 0 when not
+	// known, in which case each distinct label counts as one document.
+	Relevant int
+	Line     int // line in the questions file, for error messages and misses
 }
 
 // ReadQuestions reads TSV: a question, a tab, the expected document titles
@@ -33,16 +39,27 @@ type Question struct {
 func ReadQuestions(r io.Reader) ([]Question, error) {
 	var qs []Question
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
 		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\uFEFF") // a byte order mark, as some editors write
+		}
+		if !utf8.ValidString(line) {
+			return nil, fmt.Errorf("line %d: not UTF-8 text (save the file as UTF-8)", n)
+		}
+		if trimmed := strings.TrimSpace(line); trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			continue
 		}
 		text, want, ok := strings.Cut(line, "\t")
 		text = strings.TrimSpace(text)
 		if !ok || text == "" {
 			return nil, fmt.Errorf("line %d: want a question, a tab, and the expected documents separated by |", n)
+		}
+		if strings.Contains(want, "\t") {
+			return nil, fmt.Errorf("line %d: more than one tab; want a question, a tab, and the expected documents separated by |", n)
 		}
 		q := Question{Text: text, Line: n}
 		for _, w := range strings.Split(want, "|") {
@@ -55,7 +72,9 @@ func ReadQuestions(r io.Reader) ([]Question, error) {
 		}
 		qs = append(qs, q)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d: longer than %d bytes", n+1, maxLine)
+	} else if err != nil {
 		return nil, err
 	}
 	if len(qs) == 0 {
@@ -63,6 +82,9 @@ func ReadQuestions(r io.Reader) ([]Question, error) {
 	}
 	return qs, nil
 }
+
+// maxLine bounds a line of the questions file.
+const maxLine = 1 << 20
 
 // Ranking returns the chunks found for query, best first.
 type Ranking func(ctx context.Context, query string) ([]retrieval.SearchHit, error)
@@ -105,7 +127,7 @@ func Run(ctx context.Context, name string, qs []Question, rank Ranking) (Result,
 			return res, fmt.Errorf("%s: question on line %d: %w", name, q.Line, err)
 		}
 		docs := Documents(hits)
-		s := Score(q.Want, docs)
+		s := Score(q, docs)
 		sum.RecallAt1 += s.RecallAt1
 		sum.RecallAt3 += s.RecallAt3
 		sum.RecallAt5 += s.RecallAt5
@@ -142,8 +164,12 @@ func Documents(hits []retrieval.SearchHit) []Document {
 	return docs
 }
 
-// Score scores one ranking of documents against the wanted ones.
-func Score(want []string, docs []Document) Metrics {
+// Score scores one ranking of distinct documents against the question's
+// wanted ones. Each wanted document counts once in nDCG, and the ideal
+// ranking holds q.Relevant of them (or one per distinct label), at least
+// as many as the ranking found, so nDCG never passes 1.
+func Score(q Question, docs []Document) Metrics {
+	want := q.Want
 	m := Metrics{Questions: 1}
 	if r := firstRank(want, docs); r > 0 {
 		m.MRR = 1 / float64(r)
@@ -151,13 +177,21 @@ func Score(want []string, docs []Document) Metrics {
 		m.RecallAt3 = b2f(r <= 3)
 		m.RecallAt5 = b2f(r <= 5)
 	}
+	relevant := q.Relevant
+	if relevant <= 0 {
+		relevant = len(distinct(want))
+	}
+	found := 0
 	var dcg, ideal float64
-	for i, d := range docs[:min(10, len(docs))] {
+	for i, d := range docs {
 		if wanted(want, d) {
-			dcg += 1 / math.Log2(float64(i+2))
+			found++
+			if i < 10 {
+				dcg += 1 / math.Log2(float64(i+2))
+			}
 		}
 	}
-	for i := range min(len(want), 10) {
+	for i := range min(max(relevant, found), 10) {
 		ideal += 1 / math.Log2(float64(i+2))
 	}
 	if ideal > 0 {
@@ -174,6 +208,15 @@ func firstRank(want []string, docs []Document) int {
 		}
 	}
 	return 0
+}
+
+// distinct is ss without repeats.
+func distinct(ss []string) map[string]bool {
+	out := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		out[s] = true
+	}
+	return out
 }
 
 func wanted(want []string, d Document) bool {
