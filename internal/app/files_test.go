@@ -226,6 +226,7 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
 		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
 		{"small zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), 413, "document_too_large", "zip bomb"},
+		{"PDF whose page stream inflates to millions of characters", "bomb.pdf", docparsetest.PageBombPDF(t), 413, "document_too_large", "decompression bomb"},
 		{"DOCX whose part holds more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), 422, "corrupt_document", "declares"},
 		{"DOCX that is a ZIP of photos", "report.docx", docparsetest.Zip(t, [2]string{"photos/classified.txt", "classified lighthouse budget"}), 422, "corrupt_document", "ZIP archive of something else"},
 		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 1024)...), 422, "encrypted_document", "password"},
@@ -454,5 +455,28 @@ func TestUploadFormsAreReadStrictlyAndFileNamesCleaned(t *testing.T) {
 	if status, body := send([2]string{"shared", "off"}, [2]string{"file:off.txt", "The moorhen nests on the bank."}); status != http.StatusCreated ||
 		strings.Contains(string(body), `"shared":true`) {
 		t.Errorf(`shared "off": %d %s`, status, body)
+	}
+}
+
+// Whether an upload is ingested before the answer goes by what it unpacks
+// to, not by its compressed size: a 2 KB DOCX holding 600 KB of text is
+// ingested in the background (202), as a 600 KB text would be.
+func TestASmallFileThatUnpacksLargeIsIngestedInTheBackground(t *testing.T) {
+	h := newHarness(t, ragMode)
+	words := strings.Repeat("pebble ", 600<<10/len("pebble "))
+	data := docparsetest.DOCX(t, "Shingle", docparsetest.Para{Text: "Shingle beaches hold " + words})
+	if len(data) > 64<<10 {
+		t.Fatalf("the DOCX is %d bytes; the test wants a small file", len(data))
+	}
+	var doc handler.DocumentJSON
+	if code := h.uploadFile("shingle.docx", data, &doc); code != http.StatusAccepted || doc.Status != "processing" {
+		t.Fatalf("upload: %d %+v; want 202 processing", code, doc)
+	}
+	if ready := h.waitDocument(doc.ID, hasStatus("ready")); ready.Chunks == 0 {
+		t.Fatalf("ready document = %+v", ready)
+	}
+	small := docparsetest.DOCX(t, "Cove", docparsetest.Para{Text: "A cove is a small sheltered bay."})
+	if code := h.uploadFile("cove.docx", small, &doc); code != http.StatusCreated {
+		t.Fatalf("a small DOCX: %d, want 201", code)
 	}
 }

@@ -3,6 +3,7 @@ package docparse
 import (
 	"archive/zip"
 	"bytes"
+	"math"
 	"path"
 	"strings"
 )
@@ -102,4 +103,28 @@ func kindName(mediaType string) string {
 		return "an Excel"
 	}
 	return "a " + mediaType
+}
+
+// UnpackedSize is how large data may be once unpacked, as far as can be
+// told without unpacking it: for a ZIP package, its XML parts' declared
+// sizes added up (the parts a parser reads; an entry is never read beyond
+// what it declares), else data's own size. A caller deciding whether a
+// file is quick to read goes by it, not by the compressed size: a 250 KB
+// DOCX may hold 100 MB of text.
+func UnpackedSize(data []byte) int64 {
+	size := int64(len(data))
+	if !bytes.HasPrefix(data, magicZIP) {
+		return size
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), size)
+	if err != nil {
+		return size
+	}
+	var total uint64
+	for _, f := range zr.File {
+		if isXMLPart(f.Name) {
+			total = min(total+f.UncompressedSize64, math.MaxInt64)
+		}
+	}
+	return max(size, int64(total))
 }

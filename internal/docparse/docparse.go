@@ -32,9 +32,9 @@ var (
 	// ErrUnsupported: the format is not one docparse reads.
 	ErrUnsupported = errors.New("unsupported file format")
 	// ErrTooLarge: unpacking the file would exceed the limits in Options
-	// (uncompressed size or number of entries of a ZIP-based format), or
-	// one of its XML parts is compressed like a zip bomb (more than 500
-	// times).
+	// (uncompressed size or number of entries of a ZIP-based format, or
+	// the text read: Options.MaxTextBytes), or one of its XML parts is
+	// compressed like a zip bomb (more than 500 times).
 	ErrTooLarge = errors.New("the file unpacks to more than the allowed size")
 )
 
@@ -47,10 +47,15 @@ const (
 	MediaCSV  = "text/csv"
 )
 
-// Defaults for the zero Options.
+// Defaults for the zero Options. DefaultMaxTextBytes is far above the
+// text of any real document (a 1,000-page book holds 2 to 3 MB) and far
+// below what a decompression bomb unpacks to: a PDF page whose 600 KB
+// stream inflates to 200 MB of text operators, a spreadsheet writing
+// thousands of empty cells per row.
 const (
 	DefaultMaxUncompressedBytes = 256 << 20
 	DefaultMaxEntries           = 10000
+	DefaultMaxTextBytes         = 32 << 20
 )
 
 // Options bound and observe a Parse. The zero value is usable.
@@ -61,6 +66,12 @@ type Options struct {
 	// MaxEntries bounds the number of files in a ZIP-based file;
 	// 0 = DefaultMaxEntries.
 	MaxEntries int
+	// MaxTextBytes bounds the text read from a PDF, DOCX, PPTX or XLSX
+	// (a CSV's text is the file itself, bounded by its size): a parse
+	// stops with ErrTooLarge as soon as it passes it, so a small file that
+	// unpacks to gigabytes is refused before it is held in memory;
+	// 0 = DefaultMaxTextBytes.
+	MaxTextBytes int64
 	// Progress, when set, is called after each page (PDF), slide (PPTX)
 	// or sheet (XLSX) with how many are done out of how many, from the
 	// goroutine that called Parse.
@@ -79,6 +90,27 @@ func (o Options) maxEntries() int {
 		return o.MaxEntries
 	}
 	return DefaultMaxEntries
+}
+
+func (o Options) budget() *textBudget {
+	max := o.MaxTextBytes
+	if max <= 0 {
+		max = DefaultMaxTextBytes
+	}
+	return &textBudget{max: max, left: max}
+}
+
+// textBudget counts down the text a parse may still read.
+type textBudget struct{ max, left int64 }
+
+// spend takes n bytes of text from the budget; past it, the parse stops
+// with ErrTooLarge.
+func (b *textBudget) spend(n int) error {
+	b.left -= int64(n)
+	if b.left < 0 {
+		return failf(ErrTooLarge, "the file holds more than %s of text, the limit (a decompression bomb?)", sizeText(b.max))
+	}
+	return nil
 }
 
 func (o Options) progress(done, total int) {

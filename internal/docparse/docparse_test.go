@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
 	"go.uber.org/goleak"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
@@ -468,4 +469,73 @@ func withoutPart(t *testing.T, pkg []byte, name string) []byte {
 		t.Fatalf("the package has no part %s", name)
 	}
 	return docparsetest.Zip(t, parts...)
+}
+
+// A small file that unpacks to more text than Options.MaxTextBytes is
+// refused as soon as it passes it, whatever the format: a PDF page whose
+// deflated stream repeats a text operator (600 KB holding 200 MB did take
+// 11 GB of memory), a Word body, a slide deck, a workbook.
+func TestParseStopsAtTheTextLimit(t *testing.T) {
+	t.Parallel()
+	const limit = 256 << 10
+	opts := docparse.Options{MaxTextBytes: limit}
+	line := "BT /F1 12 Tf 72 712 Td (bomb word here) Tj ET\n"
+	words := strings.Repeat("gravel ", 10000) // 70 KB a paragraph, slide or cell
+	for name, data := range map[string][]byte{
+		"bomb.pdf":  docparsetest.FlatePDF(t, []byte(strings.Repeat(line, 2*limit/len("bomb word here")))),
+		"bomb.docx": docparsetest.DOCX(t, "", docparsetest.Para{Text: words}, docparsetest.Para{Text: words}, docparsetest.Para{Text: words}, docparsetest.Para{Text: words}),
+		"bomb.pptx": docparsetest.PPTX(t, docparsetest.Slide{Title: "a", Body: []string{words}}, docparsetest.Slide{Title: "b", Body: []string{words}},
+			docparsetest.Slide{Title: "c", Body: []string{words}}, docparsetest.Slide{Title: "d", Body: []string{words}}),
+		"bomb.xlsx": docparsetest.XLSX(t, docparsetest.Sheet{Name: "S", Rows: sheetRows(12, strings.Repeat("gravel ", 4000))}),
+	} {
+		_, err := docparse.Parse(context.Background(), name, data, opts)
+		if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "more than 262.1 KB of text") {
+			t.Errorf("%s: err = %v; want ErrTooLarge naming the limit", name, err)
+		}
+		if _, err := docparse.Parse(context.Background(), name, data, docparse.Options{}); err != nil {
+			t.Errorf("%s under the default limit: %v", name, err)
+		}
+	}
+	// One page alone may not show more than a million characters.
+	_, err := docparse.Parse(context.Background(), "page.pdf", docparsetest.PageBombPDF(t), docparse.Options{})
+	if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "a page of the file shows more than") {
+		t.Errorf("a page of over a million characters: err = %v", err)
+	}
+}
+
+// sheetRows is a header and n rows of one cell holding text (a cell holds
+// at most 32,767 characters).
+func sheetRows(n int, text string) [][]any {
+	rows := [][]any{{"h"}}
+	for range n {
+		rows = append(rows, []any{text})
+	}
+	return rows
+}
+
+// A column no row uses is left out: a cell in column XFD (16,384) wrote
+// every empty cell before it, 16,382 " | " a row (a 23 KB workbook read
+// as 98 MB of text).
+func TestParseSpreadsheetsLeaveOutEmptyColumns(t *testing.T) {
+	t.Parallel()
+	f := excelize.NewFile()
+	defer f.Close()
+	for r := 1; r <= 200; r++ {
+		_ = f.SetCellValue("Sheet1", fmt.Sprintf("A%d", r), fmt.Sprintf("w%d", r))
+		_ = f.SetCellValue("Sheet1", fmt.Sprintf("XFD%d", r), "z")
+		if r%2 == 0 {
+			_ = f.SetCellValue("Sheet1", fmt.Sprintf("C%d", r), "c")
+		}
+	}
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := parse(t, "wide.xlsx", buf.Bytes())
+	if len(doc.Sections) != 1 || doc.Sections[0].Header != "w1 |  | z" || !strings.HasPrefix(doc.Sections[0].Text, "w2 | c | z\nw3 |  | z\n") {
+		t.Fatalf("sections %+v", doc.Sections)
+	}
+	if n := len(doc.Text()); n > 3000 {
+		t.Errorf("%d bytes of text for 200 rows of three cells", n)
+	}
 }

@@ -33,7 +33,7 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 		return nil, cmp.Or(err, failf(ErrCorrupt, "the file is damaged: word/document.xml is missing"))
 	}
 	defer body.Close()
-	w := &wordWalker{styles: styles}
+	w := &wordWalker{styles: styles, budget: opts.budget()}
 	if err := w.walk(ctx, body); err != nil {
 		return nil, err
 	}
@@ -123,6 +123,7 @@ type wordWalker struct {
 	styles map[string]wordStyle
 	secs   sectionBuilder
 	title  string
+	budget *textBudget // the text the parse may still read
 
 	para      strings.Builder // the paragraph being read
 	style     string          // its pStyle
@@ -184,6 +185,9 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 			}
 		case xml.CharData:
 			if inText {
+				if err := w.budget.spend(len(t)); err != nil {
+					return err
+				}
 				w.para.Write(t)
 			}
 		case xml.EndElement:

@@ -3,6 +3,7 @@ package docparse
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,11 +35,12 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	}
 	n := len(pages)
 	doc := &Document{Pages: n, Title: pdfTitle(r)}
+	budget := opts.budget()
 	for i := 1; i <= n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		text, err := pageText(pages[i-1], i)
+		text, err := pageText(pages[i-1], i, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -231,8 +233,11 @@ func inherited(v pdf.Value, key string) pdf.Value {
 
 // pageText is page i's text: lines in stream order, a blank line where
 // the vertical gap says a paragraph ends.
-func pageText(page pdf.Page, i int) (string, error) {
-	glyphs, err := safeGlyphs(page)
+func pageText(page pdf.Page, i int, budget *textBudget) (string, error) {
+	glyphs, err := safeGlyphs(page, budget)
+	if errors.Is(err, ErrTooLarge) {
+		return "", err
+	}
 	if err != nil {
 		// The library's lexer cannot skip an inline image (BI … ID data
 		// EI), which scanners write; the text before it is kept.
@@ -248,14 +253,19 @@ func pageText(page pdf.Page, i int) (string, error) {
 }
 
 // safeGlyphs is pageGlyphs with a panic of the library turned into an
-// error; the glyphs read before it are returned.
-func safeGlyphs(page pdf.Page) (glyphs []glyph, err error) {
+// error; the glyphs read before it are returned. Past the budget, the
+// error is the budget's (ErrTooLarge).
+func safeGlyphs(page pdf.Page, budget *textBudget) (glyphs []glyph, err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if over, ok := p.(overBudget); ok {
+				err = over.err
+				return
+			}
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	pageGlyphs(page, &glyphs)
+	pageGlyphs(page, budget, &glyphs)
 	return glyphs, nil
 }
 

@@ -52,15 +52,29 @@ const maxFormDepth = 8
 // including those of the forms it draws.
 // Glyphs are appended to *out as they are read, so a caller recovering a
 // panic keeps those read before it.
-func pageGlyphs(page pdf.Page, out *[]glyph) {
-	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out}
+// The glyphs' text is taken from budget as they are read: past it,
+// pageGlyphs panics with overBudget, so that a content stream inflating
+// to hundreds of megabytes of text operators stops there instead of
+// filling memory with glyphs.
+func pageGlyphs(page pdf.Page, budget *textBudget, out *[]glyph) {
+	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out, budget: budget}
 	w.run(page.V.Key("Contents"), inherited(page.V, "Resources"), gstate{ctm: identity, scale: 1}, 0)
 }
 
 type contentWalker struct {
-	fonts map[string]*pdfFont // by font object, per page
-	out   *[]glyph
+	fonts  map[string]*pdfFont // by font object, per page
+	out    *[]glyph
+	budget *textBudget
 }
+
+// maxPageGlyphs bounds the glyphs of one page, held until its text is
+// built (about 80 bytes each): a dense page shows a few thousand, a
+// poster of small print a hundred thousand.
+const maxPageGlyphs = 1 << 20
+
+// overBudget is pageGlyphs' panic when the text passes the budget or a
+// page maxPageGlyphs.
+type overBudget struct{ err error }
 
 func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 	var (
@@ -74,6 +88,12 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 			f = unknownFont
 		}
 		for _, c := range f.decode(raw) {
+			if err := w.budget.spend(len(c.text)); err != nil {
+				panic(overBudget{err})
+			}
+			if len(*w.out) >= maxPageGlyphs {
+				panic(overBudget{failf(ErrTooLarge, "a page of the file shows more than %d characters (a decompression bomb?)", maxPageGlyphs)})
+			}
 			trm := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
 			adv := c.width/1000*g.size + g.charSpace
 			if c.space {

@@ -29,6 +29,7 @@ func parsePPTX(ctx context.Context, data []byte, opts Options) (*Document, error
 		return nil, err
 	}
 	doc := &Document{Title: p.coreTitle(), Pages: len(slides)}
+	budget := opts.budget()
 	for i, name := range slides {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
@@ -52,6 +53,9 @@ func parsePPTX(ctx context.Context, data []byte, opts Options) (*Document, error
 			text := strings.Join(blocks, "\n\n")
 			if text == "" {
 				text = title
+			}
+			if err := budget.spend(len(text)); err != nil {
+				return nil, err
 			}
 			doc.Sections = append(doc.Sections, Section{Page: i + 1, Heading: title, Text: text})
 		}

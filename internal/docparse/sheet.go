@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -64,6 +66,7 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 	}
 	sheets := f.GetSheetList()
 	doc := &Document{Title: p.coreTitle()}
+	budget := opts.budget()
 	for i, name := range sheets {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
@@ -72,14 +75,20 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 		if err != nil {
 			return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
 		}
-		var t tableBuilder
+		t := tableBuilder{budget: budget}
 		for rows.Next() {
 			cols, err := rows.Columns()
+			if err == nil {
+				err = t.row(cols)
+			}
+			if errors.Is(err, ErrTooLarge) {
+				rows.Close()
+				return nil, err
+			}
 			if err != nil {
 				rows.Close()
 				return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
 			}
-			t.row(cols)
 		}
 		err = rows.Error()
 		rows.Close()
@@ -122,7 +131,7 @@ func parseCSV(data []byte) (*Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.row(rec)
+		_ = t.row(rec) // no budget: the text is the file, bounded by its size
 	}
 	doc := &Document{}
 	if s, ok := t.section(""); ok {
@@ -143,39 +152,78 @@ func sniffDelimiter(data []byte) rune {
 	return best
 }
 
-// tableBuilder turns rows of cells into a header line and data lines.
+// tableBuilder turns rows of cells into a header line and data lines. A
+// column empty in every row is left out (a cell far to the right would
+// otherwise write every empty cell before it: " | " thousands of times a
+// row), and only the cells holding text are kept while the table is
+// read; budget, when set, bounds the text the rows hold.
 type tableBuilder struct {
-	header string
-	rows   []string
+	rows   [][]cell     // non-empty rows, their non-empty cells
+	used   map[int]bool // columns holding a cell somewhere
+	budget *textBudget
 }
 
-func (t *tableBuilder) row(cells []string) {
-	clean := make([]string, len(cells))
+// cell is a non-empty cell and its column.
+type cell struct {
+	col  int
+	text string
+}
+
+func (t *tableBuilder) row(cells []string) error {
+	var r []cell
+	n := 0
 	for i, c := range cells {
-		clean[i] = strings.Join(strings.Fields(c), " ")
+		if c = strings.Join(strings.Fields(c), " "); c != "" {
+			r = append(r, cell{i, c})
+			n += len(c) + len(" | ")
+		}
 	}
-	// Trailing empty cells say nothing.
-	for len(clean) > 0 && clean[len(clean)-1] == "" {
-		clean = clean[:len(clean)-1]
+	if len(r) == 0 {
+		return nil
 	}
-	line := tableRow(clean)
-	switch {
-	case line == "":
-	case t.header == "":
-		t.header = line
-	default:
-		t.rows = append(t.rows, line)
+	if t.budget != nil {
+		if err := t.budget.spend(n); err != nil {
+			return err
+		}
 	}
+	if t.used == nil {
+		t.used = map[int]bool{}
+	}
+	for _, c := range r {
+		t.used[c.col] = true
+	}
+	t.rows = append(t.rows, r)
+	return nil
 }
 
-// section is the table as a section: a table of one row is that row as
-// text, without a header.
+// section is the table as a section: the first row its header, a table
+// of one row that row as text, without a header.
 func (t *tableBuilder) section(heading string) (Section, bool) {
-	switch {
-	case t.header == "":
-		return Section{}, false
-	case len(t.rows) == 0:
-		return Section{Heading: heading, Text: t.header}, true
+	cols := slices.Sorted(maps.Keys(t.used))
+	line := func(r []cell) string {
+		out := make([]string, 0, len(cols))
+		for _, col := range cols {
+			text := ""
+			if len(r) > 0 && r[0].col == col {
+				text, r = r[0].text, r[1:]
+			}
+			out = append(out, text)
+		}
+		// Trailing empty cells say nothing.
+		for len(out) > 0 && out[len(out)-1] == "" {
+			out = out[:len(out)-1]
+		}
+		return tableRow(out)
 	}
-	return Section{Heading: heading, Header: t.header, Text: strings.Join(t.rows, "\n")}, true
+	switch len(t.rows) {
+	case 0:
+		return Section{}, false
+	case 1:
+		return Section{Heading: heading, Text: line(t.rows[0])}, true
+	}
+	lines := make([]string, 0, len(t.rows)-1)
+	for _, r := range t.rows[1:] {
+		lines = append(lines, line(r))
+	}
+	return Section{Heading: heading, Header: line(t.rows[0]), Text: strings.Join(lines, "\n")}, true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chatpipe/chatpipe/internal/docparse"
 	"io/fs"
 	"mime"
 	"path"
@@ -33,6 +34,17 @@ type IngestRequest struct {
 	// progressReporter.pages), chunks cut, embedded and written. It is
 	// called on the ingesting goroutine; it must not block for long.
 	Progress func(Progress)
+}
+
+// Bytes is how much the request holds to read: its text, or its file's
+// size once unpacked (docparse.UnpackedSize), which tells how long
+// ingesting it may take better than the upload's size.
+func (r IngestRequest) Bytes() int64 {
+	n := int64(len(r.Content))
+	if len(r.File) > 0 {
+		n += docparse.UnpackedSize(r.File)
+	}
+	return n
 }
 
 // maxTitleRunes bounds a title derived from the content.

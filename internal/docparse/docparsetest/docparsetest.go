@@ -7,11 +7,14 @@ package docparsetest
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	_ "embed"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/go-pdf/fpdf"
@@ -228,4 +231,47 @@ func Understate(t testing.TB, pkg []byte, part string, declared uint64) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// FlatePDF is a one-page PDF whose content stream, deflated as a bomb's
+// would be, is content (text operators in Helvetica).
+func FlatePDF(t testing.TB, content []byte) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	if _, err := zw.Write(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n", z.Len()) + z.String() + "\nendstream",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// PageBombPDF is a PDF of about 100 KB whose one page's stream inflates
+// to 25 MB of text operators showing more than a million characters.
+func PageBombPDF(t testing.TB) []byte {
+	t.Helper()
+	line := "BT /F1 12 Tf 72 712 Td (bomb word here) Tj ET\n"
+	return FlatePDF(t, []byte(strings.Repeat(line, (1<<20)/len("bomb word here")+1)))
 }
