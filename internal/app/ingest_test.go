@@ -416,3 +416,44 @@ func TestServerKilledMidIngestResumesTheDocument(t *testing.T) {
 		t.Fatalf("search after the resumed ingest: %+v", hits)
 	}
 }
+
+// A server stopped cleanly mid-ingest (a restart, a rolling deploy) gives
+// the attempt back: four restarts in a row leave an accepted upload
+// processing, then ready, where max_attempts (3) would have failed it
+// and dropped its file.
+func TestCleanRestartsMidIngestDoNotUseUpTheAttempts(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	provider := providertest.New(t)
+	cfg := baseConfig(t, provider)
+	withEmbeddings(emb)(cfg)
+	withBackgroundIngest(cfg)
+	cfg.Knowledge.Ingest.MaxAttempts = 3
+	id := ""
+	for run := range 5 {
+		t.Run(fmt.Sprintf("run %d", run), func(t *testing.T) {
+			h := startHarness(t, provider, cfg, "") // closed, cleanly, when the run ends
+			if run == 0 {
+				code, doc := h.upload("", bigDocument("axolotl"), false)
+				if code != http.StatusAccepted {
+					t.Fatalf("upload: %d", code)
+				}
+				id = doc.ID
+			}
+			// Resumed at once, waiting on its embeddings again.
+			d := h.waitDocument(id, func(d handler.DocumentJSON) bool {
+				return d.Status != "processing" || d.Progress != nil && d.Progress.ChunksTotal > 0
+			})
+			if d.Status != "processing" {
+				t.Fatalf("after %d clean restarts the document is %+v; want it processing", run, d)
+			}
+			if run == 4 {
+				close(gate)
+				if ready := h.waitDocument(id, hasStatus("ready")); !ready.Embedded {
+					t.Fatalf("ready document = %+v", ready)
+				}
+			}
+		})
+	}
+}

@@ -189,7 +189,10 @@ type Store interface {
 	// ErrNotFound when the document is not (any longer) processing.
 	UpdateProgress(ctx context.Context, id string, p Progress) error
 	// ReleaseDocument marks a processing document's ingest as stopped, so
-	// that the next ClaimStale takes it at once; ErrNotFound as above.
+	// that the next ClaimStale takes it at once, and takes back the attempt
+	// it counted: a clean stop (a restart, a rolling deploy) is not the
+	// document's doing, while an ingest that never released its claim (the
+	// process died) counts against max_attempts. ErrNotFound as above.
 	ReleaseDocument(ctx context.Context, id string) error
 	// FinishDocument gives a processing document its content and chunks
 	// and makes it StatusReady, all in one transaction: a search sees all

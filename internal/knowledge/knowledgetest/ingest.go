@@ -211,9 +211,9 @@ var ingestTests = []test{
 			t.Fatalf("ReleaseDocument: %v", err)
 		}
 		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10)
-		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 2 || got[0].Status != knowledge.StatusProcessing ||
+		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 1 || got[0].Status != knowledge.StatusProcessing ||
 			got[0].Progress != (knowledge.Progress{}) {
-			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 2, its progress zeroed", got, err)
+			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 1 (a release gives its attempt back), its progress zeroed", got, err)
 		}
 		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(again) != 0 {
 			t.Errorf("ClaimStale again = %+v, %v; a claim is alive until it goes quiet", again, err)
@@ -232,6 +232,11 @@ var ingestTests = []test{
 		slices.Sort(ids)
 		if err != nil || !slices.Equal(ids, []string{"p1", "p2"}) {
 			t.Errorf("ClaimStale(in an hour) = %v, %v; want p1 and p2 (p3 failed)", ids, err)
+		}
+		// A claim that went quiet without a release (its process died)
+		// counts: p2 is at its second attempt now.
+		if d, err := s.Document(t.Context(), "p2"); err != nil || d.Attempts != 2 {
+			t.Errorf("p2 after a claim that was never released: %+v, %v; want attempt 2", d, err)
 		}
 	}},
 

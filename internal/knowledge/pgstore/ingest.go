@@ -77,7 +77,8 @@ func (s *Store) UpdateProgress(ctx context.Context, id string, p knowledge.Progr
 // ReleaseDocument makes a processing document's ingest stale at once.
 func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 	return s.updateProcessing(ctx, "release document", id,
-		`UPDATE knowledge_ingest SET alive_at = $2 WHERE document_id = $1 AND status = 'processing'`, longAgo)
+		`UPDATE knowledge_ingest SET alive_at = $2, attempts = GREATEST(attempts - 1, 0)
+		WHERE document_id = $1 AND status = 'processing'`, longAgo)
 }
 
 // FailDocument marks a processing document failed and drops its upload.

@@ -75,7 +75,8 @@ func (s *Store) UpdateProgress(ctx context.Context, id string, p knowledge.Progr
 // ReleaseDocument makes a processing document's ingest stale at once.
 func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
 	return s.updateProcessing(ctx, "release document", id, func(tx *sql.Tx, _ time.Time) (sql.Result, error) {
-		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET alive_at = ? WHERE document_id = ? AND status = 'processing'`, longAgo, id)
+		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET alive_at = ?, attempts = max(attempts - 1, 0)
+			WHERE document_id = ? AND status = 'processing'`, longAgo, id)
 	})
 }
 
