@@ -19,7 +19,9 @@ import (
 	"github.com/chatpipe/chatpipe/handler"
 	"github.com/chatpipe/chatpipe/internal/app"
 	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
+	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
+	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
 	"github.com/chatpipe/chatpipe/internal/providertest"
 )
 
@@ -155,21 +157,28 @@ func TestLargeUploadIsIngestedInTheBackgroundAndSearchableOnlyOnceReady(t *testi
 
 func TestBadBackgroundUploadsFailWithAReasonAndTheServerKeepsServing(t *testing.T) {
 	h := newHarness(t, withBackgroundIngest)
-	for _, tc := range []struct{ name, content, reason string }{
-		{"whitespace", strings.Repeat(" \n", 200), "The document has no text."},
-		{"binary", strings.Repeat("ab\x00", 100), "not text"},
+	// What a text's own check finds is refused at once, whatever its
+	// size, as a small one is: never accepted and then failed.
+	for _, tc := range []struct{ name, content, code string }{
+		{"whitespace", strings.Repeat(" \n", 200), "empty_document"},
+		{"binary", strings.Repeat("ab\x00", 100), "binary_document"},
 	} {
-		code, d := h.upload(tc.name, tc.content, false)
-		if code != http.StatusAccepted {
-			t.Fatalf("%s: %d %+v", tc.name, code, d)
-		}
-		failed := h.waitDocument(d.ID, hasStatus("failed"))
-		if !strings.Contains(failed.Error, tc.reason) || failed.Chunks != 0 {
-			t.Errorf("%s: failed document = %+v; want the reason %q", tc.name, failed, tc.reason)
+		var e handler.ErrorBody
+		body, _ := json.Marshal(map[string]any{"title": tc.name, "content": tc.content})
+		if code := h.call("POST", "/api/v1/knowledge/documents", string(body), &e); code != http.StatusBadRequest || e.Error.Code != tc.code {
+			t.Errorf("%s: %d %+v; want 400 %s", tc.name, code, e.Error, tc.code)
 		}
 	}
-	if hits := h.search("ab").Hits; len(hits) != 0 {
-		t.Errorf("a failed document was found: %+v", hits)
+	if total := h.documentTotal(); total != 0 {
+		t.Fatalf("%d documents stored from refused uploads", total)
+	}
+	// What only the parse finds fails the document, with the reason.
+	var d handler.DocumentJSON
+	if code := h.uploadFile("scan.pdf", docparsetest.ScannedPDF(t, 2), &d); code != http.StatusAccepted {
+		t.Fatalf("scanned PDF: %d %+v; want 202", code, d)
+	}
+	if failed := h.waitDocument(d.ID, hasStatus("failed")); !strings.Contains(failed.Error, "No extractable text") || failed.Chunks != 0 {
+		t.Errorf("failed document = %+v; want the reason", failed)
 	}
 	if code, d := h.upload("fine", bigDocument("gecko"), false); code != http.StatusAccepted {
 		t.Fatalf("good upload after bad ones: %d", code)
@@ -228,12 +237,10 @@ func TestAFileSentAgainReplacesItsFailedAttempt(t *testing.T) {
 		t.Fatalf("documents after the fixed file = %v, want %s and %s", ids, good.ID, other.ID)
 	}
 
-	// A text is known by its title.
-	code, bad := h.upload("Field notes", strings.Repeat(" \n", 200), false)
-	if code != http.StatusAccepted {
-		t.Fatalf("blank text: %d", code)
-	}
-	h.waitDocument(bad.ID, hasStatus("failed"))
+	// A text is known by its title. (A text's own check refuses a bad
+	// one at once now, so its failed attempt is made in the store: what
+	// an ingest that failed later, a store error say, leaves.)
+	h.failedText("Field notes")
 	code, notes := h.upload("Field notes", bigDocument("heron"), false)
 	if code != http.StatusAccepted {
 		t.Fatalf("the text again: %d", code)
@@ -244,18 +251,34 @@ func TestAFileSentAgainReplacesItsFailedAttempt(t *testing.T) {
 	}
 
 	// An untitled text is no attempt at a titled one, whatever its heading.
-	code, harbour := h.upload("Harbour", strings.Repeat(" \n", 200), false)
-	if code != http.StatusAccepted {
-		t.Fatalf("blank text: %d", code)
-	}
-	h.waitDocument(harbour.ID, hasStatus("failed"))
+	harbour := h.failedText("Harbour")
 	code, untitled := h.upload("", "# Harbour\n\nTide at six.", false)
 	if code != http.StatusCreated {
 		t.Fatalf("small untitled text: %d", code)
 	}
-	if ids := h.documentIDs(); !slices.Equal(ids, []string{untitled.ID, harbour.ID, notes.ID, good.ID, other.ID}) {
+	if ids := h.documentIDs(); !slices.Equal(ids, []string{untitled.ID, harbour, notes.ID, good.ID, other.ID}) {
 		t.Fatalf("documents after an untitled text headed like a failed one = %v; the failed one must stay", ids)
 	}
+}
+
+// failedText adds to the server's store a text upload of title whose
+// ingest failed, as the default tenant's, and returns its id.
+func (h *harness) failedText(title string) string {
+	h.t.Helper()
+	s, err := sqlitestore.Open(context.Background(), h.app.Config().Storage.SQLite.Path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer s.Close()
+	id := fmt.Sprintf("failed-%d", time.Now().UnixNano())
+	if _, err := s.BeginDocument(context.Background(), knowledge.Document{ID: id, TenantID: knowledge.DefaultTenant, Title: title,
+		MediaType: knowledge.MediaMarkdown}, []byte("# "+title)); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := s.FailDocument(context.Background(), id, "Storing the document failed.", ""); err != nil {
+		h.t.Fatal(err)
+	}
+	return id
 }
 
 func TestAFullIngestQueueRefusesUploadsWith503(t *testing.T) {
@@ -455,5 +478,33 @@ func TestCleanRestartsMidIngestDoNotUseUpTheAttempts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The same large text sent again while the first copy is still being
+// ingested is answered as a duplicate of it at once (200, the processing
+// document), not accepted and then failed: no failed entry is left.
+func TestTheSameTextSentAgainWhileProcessingIsADuplicate(t *testing.T) {
+	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 32})
+	h := newHarness(t, withEmbeddings(emb), withBackgroundIngest)
+	gate := make(chan struct{})
+	emb.Hold(gate)
+	text := bigDocument("serval")
+	code, first := h.upload("", text, false)
+	if code != http.StatusAccepted {
+		close(gate)
+		t.Fatalf("first upload: %d", code)
+	}
+	for range 2 {
+		code, again := h.upload("", text, false)
+		if code != http.StatusOK || !again.Duplicate || again.ID != first.ID {
+			close(gate)
+			t.Fatalf("the same text again: %d %+v; want 200, a duplicate of %s", code, again, first.ID)
+		}
+	}
+	close(gate)
+	h.waitDocument(first.ID, hasStatus("ready"))
+	if total := h.documentTotal(); total != 1 {
+		t.Errorf("%d documents listed, want the one (no failed entries)", total)
 	}
 }

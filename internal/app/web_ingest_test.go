@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/chatpipe/chatpipe/internal/docparse/docparsetest"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
 )
 
@@ -30,10 +31,14 @@ func TestWebPageShowsIngestProgressUntilTheDocumentIsReady(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "okapi.md")
 	empty := filepath.Join(dir, "blank.txt")
+	scan := filepath.Join(dir, "scan.pdf")
 	if err := os.WriteFile(big, []byte(bigDocument("okapi")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(empty, []byte(strings.Repeat(" \n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(scan, docparsetest.ScannedPDF(t, 2), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -50,7 +55,11 @@ func TestWebPageShowsIngestProgressUntilTheDocumentIsReady(t *testing.T) {
 		document.querySelector('#documents progress') === null &&
 		[...document.querySelectorAll('#documents li[data-status="ready"] .doc-title')].some(e => e.textContent === 'Field guide to the okapi')`)
 
+	// A blank text is refused at once, whatever its size; a scan fails
+	// once parsed, in the background.
 	b.do("upload a blank file", chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{empty}), chromedp.Click(chromedp.CSS("#upload-btn")))
-	b.waitJS("the failure and its reason", `document.querySelector('#upload-status').textContent.includes('failed: The document has no text.') &&
-		[...document.querySelectorAll('#documents li[data-status="failed"] .doc-error')].some(e => e.textContent.includes('no text'))`)
+	b.waitJS("the refusal", `document.querySelector('#upload-status').textContent.includes('The document has no text.')`)
+	b.do("upload a scan", chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{scan}), chromedp.Click(chromedp.CSS("#upload-btn")))
+	b.waitJS("the failure and its reason", `document.querySelector('#upload-status').textContent.includes('failed: No extractable text (scanned PDF?)') &&
+		[...document.querySelectorAll('#documents li[data-status="failed"] .doc-error')].some(e => e.textContent.includes('No extractable text'))`)
 }

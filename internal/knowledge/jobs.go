@@ -149,18 +149,19 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	if err != nil || mediaType == "" {
 		return Document{}, err
 	}
-	fileHash := ""
 	if req.File == nil {
 		if existing, err := s.textDuplicate(ctx, req, mediaType); err != nil || existing.ID != "" {
 			return existing, err
 		}
-	} else {
-		// The same file, being ingested or ingested: known before it is
-		// parsed. (The same text from another file is found once parsed.)
-		fileHash = FileHash(req.File)
-		if existing, err := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); err != nil || existing.ID != "" {
-			return existing, err
-		}
+	}
+	// The same file or text, being ingested or ingested: known before it
+	// is read, by its bytes (textDuplicate finds a stored text by its
+	// normalised text; the same text sent again while the first is
+	// processing is found here). The same text from another file is found
+	// once parsed.
+	fileHash := FileHash(upload)
+	if existing, err := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); err != nil || existing.ID != "" {
+		return existing, err
 	}
 	select {
 	case bg.slots <- struct{}{}:
@@ -280,21 +281,29 @@ func (s *Service) checkUpload(_ context.Context, req IngestRequest) ([]byte, str
 	return []byte(req.Content), mediaType, nil
 }
 
-// textDuplicate finds, before anything is stored, the document a text
-// upload duplicates (it returns it with ErrDuplicate, as Ingest does):
-// its text is the content normalised, cheap to compute, so a second
-// upload of the same file is answered at once instead of queued and then
-// failed. Other formats are compared once parsed, in the background.
+// textDuplicate checks a text upload before anything is stored, as
+// Ingest does (not text, no text, HTML nested too deep: refused at once,
+// not accepted and then failed), and finds the document it duplicates
+// (returned with ErrDuplicate, as Ingest does): its text is the content
+// normalised, cheap to compute, so a second upload of the same file is
+// answered at once instead of queued and then failed. Other formats are
+// checked and compared once parsed, in the background.
 func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaType string) (Document, error) {
-	if (mediaType != MediaPlain && mediaType != MediaMarkdown && mediaType != MediaHTML) || checkText(req.Content) != nil {
+	if mediaType != MediaPlain && mediaType != MediaMarkdown && mediaType != MediaHTML {
 		return Document{}, nil
+	}
+	if err := checkText(req.Content); err != nil {
+		return Document{}, err
 	}
 	text := normalizeText(req.Content)
 	if mediaType == MediaHTML {
 		var err error
 		if text, err = HTMLToText(text); err != nil {
-			return Document{}, nil // the ingest itself reports it
+			return Document{}, err
 		}
+	}
+	if text == "" {
+		return Document{}, ErrEmpty
 	}
 	existing, err := s.store.DocumentByHash(ctx, cmp.Or(req.TenantID, DefaultTenant), ContentHash(text))
 	switch {

@@ -99,8 +99,10 @@ func TestCloseReleasesARunningIngestAndTheNextStartResumesIt(t *testing.T) {
 	}
 }
 
-// A document whose ingest keeps being cut short is failed after
-// max_attempts, with a reason, instead of being retried for ever.
+// A document whose ingest keeps dying with its server (a document that
+// crashes it, say) is failed after max_attempts, with a reason, instead
+// of being retried for ever. (A clean stop gives its attempt back: each
+// stop here is made a death by counting that attempt again.)
 func TestADocumentInterruptedTooOftenFails(t *testing.T) {
 	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
 	gate := make(chan struct{})
@@ -117,12 +119,27 @@ func TestADocumentInterruptedTooOftenFails(t *testing.T) {
 		if err := svc.Close(); err != nil {
 			t.Fatal(err)
 		}
+		dieAfterClose(t, path, doc.ID)
 		svc = backgroundService(t, path, srv, time.Hour)
 	}
 	defer svc.Close()
 	failed := waitFor(t, svc, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
 	if failed.Status != knowledge.StatusFailed || !strings.Contains(failed.Error, "stopped 3 times") {
 		t.Fatalf("document = %+v; want failed after 3 interrupted attempts", failed)
+	}
+}
+
+// dieAfterClose makes a clean stop of id's ingest look like the death of
+// its process: the attempt the stop gave back is counted again.
+func dieAfterClose(t *testing.T, path, id string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE knowledge_ingest SET attempts = attempts + 1 WHERE document_id = ?`, id); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -207,7 +224,7 @@ func TestAFailedEntryLeftByAnOlderReplicaDoesNotLockTheFileOut(t *testing.T) {
 	}
 	waitFor(t, svc, failed.ID, func(d knowledge.Document) bool { return d.Status == knowledge.StatusFailed })
 	// What the older replica's failure left: the hash still set.
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
