@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -77,6 +78,10 @@ func decodeJSON(c *gin.Context, limit int64, v any, allowEmpty bool) *requestErr
 		field := typeErr.Field
 		if field == "" {
 			return &requestError{http.StatusBadRequest, "invalid_json", "The request body must be a JSON object."}
+		}
+		if k := typeErr.Type.Kind(); strings.HasPrefix(typeErr.Value, "number") && (reflect.Int <= k && k <= reflect.Uint64) {
+			// 1.5, or a number past the type's range.
+			return &requestError{http.StatusBadRequest, "invalid_field", fmt.Sprintf("Field %q must be a whole number (of a sensible size).", field)}
 		}
 		return &requestError{http.StatusBadRequest, "invalid_field",
 			fmt.Sprintf("Field %q must be a %s.", field, jsonKind(typeErr.Type.Kind().String()))}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -153,6 +154,9 @@ func (h *Handler) addDocument(c *gin.Context) {
 	case errors.Is(err, knowledge.ErrTooDeep):
 		abort(c, http.StatusBadRequest, "document_too_deep",
 			"The HTML nests elements more than 512 levels deep, which chatpipe cannot read; flatten the markup or upload the text as .txt or .md.")
+	case errors.Is(err, knowledge.ErrNotUTF8):
+		abort(c, http.StatusBadRequest, "not_utf8",
+			"The document is not UTF-8 text (another encoding, such as Latin-1 or UTF-16, or not text at all); save it as UTF-8 and upload it again.")
 	case errors.Is(err, knowledge.ErrBinary):
 		abort(c, http.StatusBadRequest, "binary_document", "The document is not text; upload "+supportedUploads+" files.")
 	case errors.Is(err, knowledge.ErrTooLarge):
@@ -345,6 +349,11 @@ func (h *Handler) search(c *gin.Context) {
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		abort(c, http.StatusBadRequest, "empty_query", `The search query is empty; put it in "query".`)
+		return
+	}
+	// As long as a question may be (limits.max_question_chars).
+	if n, limit := utf8.RuneCountInString(req.Query), h.cfg().Limits.MaxQuestionChars; limit > 0 && n > limit {
+		abort(c, http.StatusBadRequest, "query_too_long", fmt.Sprintf("The search query is %d characters long; the limit is %d (limits.max_question_chars).", n, limit))
 		return
 	}
 	topK := h.cfg().Knowledge.Search.TopK

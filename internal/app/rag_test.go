@@ -208,6 +208,8 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 	bin, binCT := multipartUpload(t, "data.txt", "\x00\x01\x02binary\xff\xfe", "")
 	pdf, pdfCT := multipartUpload(t, "paper.pdf", "%PDF-1.7", "")
 	exe, exeCT := multipartUpload(t, "tool.exe", "MZ", "")
+	latin1, latin1CT := multipartUpload(t, "menu.txt", "Caf\xe9 cr\xe8me br\xfbl\xe9e\n", "")
+	utf16, utf16CT := multipartUpload(t, "menu.txt", "\xff\xfeC\x00a\x00f\x00\xe9\x00", "")
 	noFile := "--x\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nt\r\n--x--\r\n"
 	for _, tc := range []struct {
 		method, path, body, ct string
@@ -221,6 +223,8 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 		{"POST", "/api/v1/knowledge/documents", `{"content":`, "", 400, "invalid_json"},
 		{"POST", "/api/v1/knowledge/documents", big, bigCT, 413, "document_too_large"},
 		{"POST", "/api/v1/knowledge/documents", bin, binCT, 400, "binary_document"},
+		{"POST", "/api/v1/knowledge/documents", latin1, latin1CT, 400, "not_utf8"},
+		{"POST", "/api/v1/knowledge/documents", utf16, utf16CT, 400, "not_utf8"},
 		{"POST", "/api/v1/knowledge/documents", pdf, pdfCT, 422, "corrupt_document"},
 		{"POST", "/api/v1/knowledge/documents", exe, exeCT, 415, "unsupported_type"},
 		{"POST", "/api/v1/knowledge/documents", noFile, "multipart/form-data; boundary=x", 400, "missing_file"},
@@ -228,6 +232,8 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 		{"DELETE", "/api/v1/knowledge/documents/nope", "", "", 404, "document_not_found"},
 		{"GET", "/api/v1/knowledge/documents?limit=9999", "", "", 400, "invalid_query"},
 		{"POST", "/api/v1/knowledge/search", `{"query":""}`, "", 400, "empty_query"},
+		{"POST", "/api/v1/knowledge/search", `{"query":"` + strings.Repeat("w ", 20000) + `"}`, "", 400, "query_too_long"},
+		{"POST", "/api/v1/knowledge/search", `{"query":"x","top_k":1.5}`, "", 400, "invalid_field"},
 		{"POST", "/api/v1/knowledge/search", `{"query":"x","top_k":0}`, "", 400, "invalid_top_k"},
 		{"POST", "/api/v1/knowledge/search", `{"query":"x","top_k":1000}`, "", 400, "invalid_top_k"},
 		{"POST", "/api/v1/knowledge/search", `{"query":"x","top_k":"3"}`, "", 400, "invalid_field"},

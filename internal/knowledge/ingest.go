@@ -263,11 +263,17 @@ func resolveMediaType(declared, source string) (string, error) {
 // than 1% control characters (other than tab, line breaks, form feed and
 // escape).
 func checkText(s string) error {
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrBinary)
+	// UTF-16 (its byte order mark) is text in another encoding, though
+	// it holds NUL bytes; other NUL bytes say binary; other invalid UTF-8
+	// is most likely a legacy encoding such as Latin-1.
+	if strings.HasPrefix(s, "\xff\xfe") || strings.HasPrefix(s, "\xfe\xff") {
+		return fmt.Errorf("%w: %w (UTF-16)", ErrBinary, ErrNotUTF8)
 	}
 	if strings.IndexByte(s, 0) >= 0 {
 		return fmt.Errorf("%w: contains NUL bytes", ErrBinary)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %w", ErrBinary, ErrNotUTF8)
 	}
 	runes, control := 0, 0
 	for _, r := range s {

@@ -29,6 +29,9 @@ var (
 	// ErrBinary: the document is not text (invalid UTF-8, NUL bytes or
 	// control characters).
 	ErrBinary = errors.New("document is not text")
+	// ErrNotUTF8: the document is text in another encoding than UTF-8
+	// (Latin-1, UTF-16) or binary; errors wrapping it wrap ErrBinary too.
+	ErrNotUTF8 = errors.New("not valid UTF-8")
 	// ErrTooDeep: an HTML document nests elements deeper than the HTML
 	// parser accepts (512).
 	ErrTooDeep = errors.New("HTML is nested too deeply")
