@@ -66,8 +66,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.pid, "pid", 0, "the server's process id, to read its CPU and memory from /proc")
 	fs.StringVar(&o.metricsPath, "metrics", "/metrics", "the server's metrics path (when -pid is not given)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || o.streams < 1 || o.timeout <= 0 {
 		fmt.Fprintln(stderr, "chatpipe bench: -streams must be at least 1, -timeout positive, and no arguments follow the flags")

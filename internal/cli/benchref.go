@@ -56,7 +56,10 @@ func runBenchReference(ctx context.Context, args []string, stdout, stderr io.Wri
 	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
 	path := fs.String("db", "./data/bench-reference.db", "SQLite database file (created; the reference's own, not chatpipe's)")
 	delay := fs.Duration("chunk-delay", 30*time.Millisecond, "pause before each streamed chunk, as the demo model's chunk_delay")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return ErrUsage
 	}
 	db, err := openReferenceDB(*path)

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,7 +25,21 @@ type Command struct {
 }
 
 // ErrUsage reports bad arguments; the command has printed its usage.
-var ErrUsage = flag.ErrHelp
+// A command returns flag.ErrHelp instead when its usage was asked for
+// (-h, -help): exit 0.
+var ErrUsage = errors.New("usage")
+
+// parseFlags parses args into fs: flag.ErrHelp when they ask for the
+// usage, ErrUsage when they are wrong (fs has printed why and the usage).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		return flag.ErrHelp
+	case err != nil:
+		return ErrUsage
+	}
+	return nil
+}
 
 // commands are the subcommands, by the name typed after `chatpipe`.
 var commands = registry.New[Command]("command")
@@ -51,7 +66,7 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 	switch {
 	case err == nil:
 		return 0
-	case err == ErrUsage && helpAsked(args):
+	case err == flag.ErrHelp:
 		return 0 // the usage was what was asked for
 	case err == ErrUsage:
 		return 2
@@ -59,20 +74,6 @@ func Main(ctx context.Context, c Command, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "chatpipe %s: %s\n", c.Name, strings.TrimSpace(err.Error()))
 		return 1
 	}
-}
-
-// helpAsked reports whether args ask for the usage (-h, -help, --help)
-// before the first argument that is not a flag.
-func helpAsked(args []string) bool {
-	for _, a := range args {
-		switch {
-		case a == "-h" || a == "-help" || a == "--h" || a == "--help":
-			return true
-		case a == "--" || !strings.HasPrefix(a, "-"):
-			return false
-		}
-	}
-	return false
 }
 
 // FlagSet returns a flag set for command name that writes its usage to

@@ -33,8 +33,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		") into a temporary knowledge base (title = file name without extension) and evaluate on it instead of the configured one")
 	tenant := fs.String("tenant", knowledge.DefaultTenant, "tenant whose documents are searched")
 	verbose := fs.Bool("v", false, "list every question whose first document is not an expected one")
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *questions == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: chatpipe eval -questions FILE [-docs DIR] [-tenant ID] [-config FILE] [-v]")

@@ -76,8 +76,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stderr, ingestUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return ErrUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "chatpipe ingest: name at least one file or folder")

@@ -122,6 +122,9 @@ func (r *remoteIngester) follow(ctx context.Context, id string, progress func(fl
 		r.authorize(req)
 		resp, err := r.client.Do(req)
 		if err != nil {
+			if ctx.Err() != nil {
+				return outcomeRefused, "", &pendingError{id}
+			}
 			return outcomeRefused, "", err
 		}
 		var doc documentReply

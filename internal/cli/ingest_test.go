@@ -408,8 +408,13 @@ func TestIngestRefusesFlagsAfterThePathsBeforeStoringAnything(t *testing.T) {
 	if _, err := os.Stat(dbPath); err == nil {
 		t.Errorf("the store was opened (and %s created) before the usage error", dbPath)
 	}
-	if code, out := runIngest(t, "-h"); code != 0 || !strings.Contains(out, "usage: chatpipe ingest") {
-		t.Errorf("-h: exit %d, want 0 with the usage\n%s", code, out)
+	for _, args := range [][]string{{"-h"}, {"-config", cfgPath, "-h"}, {"-tenant", "acme", "--help"}} {
+		if code, out := runIngest(t, args...); code != 0 || !strings.Contains(out, "usage: chatpipe ingest") {
+			t.Errorf("%q: exit %d, want 0 with the usage\n%s", args, code, out)
+		}
+	}
+	if code, _ := runIngest(t, "-bogus", "-h"); code != 2 {
+		t.Errorf("a wrong flag before -h: exit %d, want 2", code)
 	}
 }
 

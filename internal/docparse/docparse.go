@@ -67,7 +67,8 @@ type Options struct {
 	// 0 = DefaultMaxEntries.
 	MaxEntries int
 	// MaxTextBytes bounds the text read from a PDF, DOCX, PPTX or XLSX
-	// (a CSV's text is the file itself, bounded by its size): a parse
+	// (a spreadsheet's cell slots and separators count too; a CSV's text
+	// is the file itself, bounded by its size): a parse
 	// stops with ErrTooLarge as soon as it passes it, so a small file that
 	// unpacks to gigabytes is refused before it is held in memory;
 	// 0 = DefaultMaxTextBytes.

@@ -539,3 +539,35 @@ func TestParseSpreadsheetsLeaveOutEmptyColumns(t *testing.T) {
 		t.Errorf("%d bytes of text for 200 rows of three cells", n)
 	}
 }
+
+// The budget also holds for what a sheet costs beyond its text: the
+// separators of a sheet whose row r holds one cell, in column r (every
+// column used), and the cell slots of rows reaching column XFD.
+func TestParseSpreadsheetsCountWhatTheyCostAgainstTheTextLimit(t *testing.T) {
+	t.Parallel()
+	opts := docparse.Options{MaxTextBytes: 64 << 10}
+	diagonal := excelize.NewFile()
+	defer diagonal.Close()
+	for r := 1; r <= 400; r++ {
+		cell, _ := excelize.CoordinatesToCellName(r, r)
+		_ = diagonal.SetCellValue("Sheet1", cell, "d")
+	}
+	wide := excelize.NewFile()
+	defer wide.Close()
+	for r := 1; r <= 20; r++ {
+		_ = wide.SetCellValue("Sheet1", fmt.Sprintf("A%d", r), "w")
+		_ = wide.SetCellValue("Sheet1", fmt.Sprintf("XFD%d", r), "z")
+	}
+	for name, f := range map[string]*excelize.File{"diagonal.xlsx": diagonal, "wide.xlsx": wide} {
+		buf, err := f.WriteToBuffer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := docparse.Parse(context.Background(), name, buf.Bytes(), opts); !errors.Is(err, docparse.ErrTooLarge) {
+			t.Errorf("%s: err = %v; want ErrTooLarge", name, err)
+		}
+		if _, err := docparse.Parse(context.Background(), name, buf.Bytes(), docparse.Options{}); err != nil {
+			t.Errorf("%s under the default limit: %v", name, err)
+		}
+	}
+}

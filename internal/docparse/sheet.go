@@ -95,7 +95,11 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 		if err != nil {
 			return nil, failf(ErrCorrupt, "the file is damaged: sheet %q cannot be read (%v)", name, err)
 		}
-		if s, ok := t.section(name); ok {
+		s, ok, err := t.section(name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			doc.Sections = append(doc.Sections, s)
 		}
 		opts.progress(i+1, len(sheets))
@@ -134,7 +138,7 @@ func parseCSV(data []byte) (*Document, error) {
 		_ = t.row(rec) // no budget: the text is the file, bounded by its size
 	}
 	doc := &Document{}
-	if s, ok := t.section(""); ok {
+	if s, ok, _ := t.section(""); ok { // no budget (see row)
 		doc.Sections = append(doc.Sections, s)
 	}
 	return doc, nil
@@ -171,20 +175,26 @@ type cell struct {
 
 func (t *tableBuilder) row(cells []string) error {
 	var r []cell
-	n := 0
+	// Each cell slot read costs a byte of the budget besides its text: a
+	// row reaching column XFD is 16,384 slots however few hold text, and
+	// a million of them would keep a worker busy for minutes.
+	n := len(cells)
 	for i, c := range cells {
+		if c == "" {
+			continue
+		}
 		if c = strings.Join(strings.Fields(c), " "); c != "" {
 			r = append(r, cell{i, c})
-			n += len(c) + len(" | ")
+			n += len(c)
 		}
-	}
-	if len(r) == 0 {
-		return nil
 	}
 	if t.budget != nil {
 		if err := t.budget.spend(n); err != nil {
 			return err
 		}
+	}
+	if len(r) == 0 {
+		return nil
 	}
 	if t.used == nil {
 		t.used = map[int]bool{}
@@ -197,33 +207,43 @@ func (t *tableBuilder) row(cells []string) error {
 }
 
 // section is the table as a section: the first row its header, a table
-// of one row that row as text, without a header.
-func (t *tableBuilder) section(heading string) (Section, bool) {
+// of one row that row as text, without a header. The separators of the
+// empty cells between used columns are taken from the budget as the
+// lines are built (a sheet whose row r holds one cell, in column r, uses
+// every column).
+func (t *tableBuilder) section(heading string) (Section, bool, error) {
 	cols := slices.Sorted(maps.Keys(t.used))
+	var err error
 	line := func(r []cell) string {
 		out := make([]string, 0, len(cols))
 		for _, col := range cols {
+			if len(r) == 0 {
+				break // trailing empty cells say nothing
+			}
 			text := ""
-			if len(r) > 0 && r[0].col == col {
+			if r[0].col == col {
 				text, r = r[0].text, r[1:]
 			}
 			out = append(out, text)
 		}
-		// Trailing empty cells say nothing.
-		for len(out) > 0 && out[len(out)-1] == "" {
-			out = out[:len(out)-1]
+		if t.budget != nil && err == nil {
+			err = t.budget.spend(len(" | ") * len(out))
 		}
 		return tableRow(out)
 	}
 	switch len(t.rows) {
 	case 0:
-		return Section{}, false
+		return Section{}, false, nil
 	case 1:
-		return Section{Heading: heading, Text: line(t.rows[0])}, true
+		s := Section{Heading: heading, Text: line(t.rows[0])}
+		return s, err == nil, err
 	}
 	lines := make([]string, 0, len(t.rows)-1)
 	for _, r := range t.rows[1:] {
-		lines = append(lines, line(r))
+		if lines = append(lines, line(r)); err != nil {
+			return Section{}, false, err
+		}
 	}
-	return Section{Heading: heading, Header: line(t.rows[0]), Text: strings.Join(lines, "\n")}, true
+	s := Section{Heading: heading, Header: line(t.rows[0]), Text: strings.Join(lines, "\n")}
+	return s, err == nil, err
 }

@@ -135,10 +135,19 @@ func (s *Service) release(ctx context.Context, id string) {
 	}
 }
 
+// releaseStopped releases id's ingest as the service stops (its own
+// context done).
+func (s *Service) releaseStopped(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.release(ctx, id)
+}
+
 // IngestBackground stores req as a processing document and queues its
 // ingest; the document's status, progress and error tell how it goes. A
 // wrong size or media type is refused at once, as by Ingest; a full
-// queue is ErrBusy. What only the ingest finds (empty text, a duplicate,
+// queue is ErrBusy. A text is checked as Ingest checks it (not text, no
+// text: refused at once). What only the ingest finds (a duplicate,
 // a broken file) makes the document failed, with the reason.
 func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Document, error) {
 	bg := s.bg
@@ -160,6 +169,9 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 	// processing is found here). The same text from another file is found
 	// once parsed.
 	fileHash := FileHash(upload)
+	if req.File == nil {
+		fileHash = TextHash(mediaType, upload)
+	}
 	if existing, err := s.fileDuplicate(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash); err != nil || existing.ID != "" {
 		return existing, err
 	}
@@ -320,9 +332,17 @@ func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaTyp
 func (s *Service) runJob(id string) {
 	bg := s.bg
 	ctx := bg.ctx
+	released := false
+	// Stopping: a job taken from the queue as the service stops is
+	// released, its attempt given back, like one cut short.
+	defer func() {
+		if ctx.Err() != nil && !released {
+			s.releaseStopped(id)
+		}
+	}()
 	doc, err := s.store.Document(ctx, id)
 	if err != nil || doc.Status != StatusProcessing {
-		return // deleted, or taken by another process meanwhile
+		return // deleted, or taken by another process meanwhile (or stopping: above)
 	}
 	if doc.Attempts > bg.maxAttempts {
 		s.fail(id, fmt.Sprintf("The server stopped %d times while ingesting this document; upload it again.", doc.Attempts-1))
@@ -376,9 +396,8 @@ func (s *Service) runJob(id string) {
 			s.log.Warn("background ingest: "+stored.Warning, zap.String("document_id", id))
 		}
 	case ctx.Err() != nil:
-		release, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.release(release, id)
+		s.releaseStopped(id)
+		released = true
 	case errors.Is(context.Cause(jobCtx), errGone):
 		s.log.Info("background ingest stopped: the document was deleted", zap.String("document_id", id))
 	case errors.Is(err, ErrDuplicate):

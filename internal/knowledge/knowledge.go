@@ -64,7 +64,8 @@ type Document struct {
 	Content     string // the indexed text (for HTML, the extracted text); empty in listings
 	ContentHash string // ContentHash(Content): a tenant's documents are unique by it
 	// FileHash is FileHash of the file (PDF, DOCX, ...) the document was
-	// read from, "" for text; AddDocument and BeginDocument store it, one
+	// read from, TextHash of a text uploaded for the background, "" for a
+	// text ingested at once; AddDocument and BeginDocument store it, one
 	// processing or ready document per tenant and file, and
 	// DocumentByFileHash finds it. Not read back with a document.
 	FileHash  string
@@ -237,6 +238,16 @@ type Store interface {
 func FileHash(file []byte) string {
 	sum := sha256.Sum256(file)
 	return hex.EncodeToString(sum[:])
+}
+
+// TextHash is the identity of a text upload before it is read: the
+// SHA-256 of its media type and bytes, kept apart from FileHash's (the
+// same bytes uploaded as a CSV file are another document).
+func TextHash(mediaType string, text []byte) string {
+	h := sha256.New()
+	h.Write([]byte("text\x00" + mediaType + "\x00"))
+	h.Write(text)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ContentHash is the hex SHA-256 of content: the identity a tenant's
