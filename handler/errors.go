@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,20 @@ func abort(c *gin.Context, status int, code, message string) {
 	c.AbortWithStatusJSON(status, ErrorBody{ErrorDetail{Code: code, Message: message}})
 }
 
+// firstNonSpace is the first byte of r that is not JSON white space,
+// left unread.
+func firstNonSpace(r *bufio.Reader) (byte, error) {
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
+			return b, r.UnreadByte()
+		}
+	}
+}
+
 // requestError is a 4xx the decoder found.
 type requestError struct {
 	status  int
@@ -43,7 +58,11 @@ func (e *requestError) Error() string { return e.message }
 func decodeJSON(c *gin.Context, limit int64, v any, allowEmpty bool) *requestError {
 	// Content-Type is not checked: curl -d sends form encoding by default,
 	// and a body that is not JSON gets a clear 400 below anyway.
-	body := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	body := bufio.NewReader(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	// null decodes into a struct as {}: it is no object all the same.
+	if first, err := firstNonSpace(body); err == nil && first == 'n' {
+		return &requestError{http.StatusBadRequest, "invalid_json", "The request body must be a JSON object."}
+	}
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)

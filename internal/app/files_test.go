@@ -480,3 +480,16 @@ func TestASmallFileThatUnpacksLargeIsIngestedInTheBackground(t *testing.T) {
 		t.Fatalf("a small DOCX: %d, want 201", code)
 	}
 }
+
+// A PDF named like a text file is read as the PDF it is (as a PDF named
+// .docx is), not refused as binary text.
+func TestAPDFNamedLikeATextIsReadAsAPDF(t *testing.T) {
+	h := newHarness(t, ragMode)
+	doc := h.mustUpload("minutes.md", docparsetest.PDF(t, "The harbour board met on Tuesday.", "The breakwater repairs are approved."))
+	if doc.MediaType != "application/pdf" {
+		t.Errorf("media type %q, want application/pdf", doc.MediaType)
+	}
+	if hit, ok := h.hitOf("breakwater repairs approved", doc.ID); !ok || hit.Page != 2 {
+		t.Fatalf("hit %+v (found %v); want page 2", hit, ok)
+	}
+}

@@ -221,6 +221,7 @@ func TestBadUploadsAndSearchesGetClearErrorsAndStoreNothing(t *testing.T) {
 		{"POST", "/api/v1/knowledge/documents", `{"content":"` + strings.Repeat("x", 1200) + `"}`, "", 413, "document_too_large"},
 		{"POST", "/api/v1/knowledge/documents", `{"content":"bad\u0000nul"}`, "", 400, "binary_document"},
 		{"POST", "/api/v1/knowledge/documents", `{"content":`, "", 400, "invalid_json"},
+		{"POST", "/api/v1/knowledge/documents", ` null`, "", 400, "invalid_json"},
 		{"POST", "/api/v1/knowledge/documents", big, bigCT, 413, "document_too_large"},
 		{"POST", "/api/v1/knowledge/documents", bin, binCT, 400, "binary_document"},
 		{"POST", "/api/v1/knowledge/documents", latin1, latin1CT, 400, "not_utf8"},

@@ -77,6 +77,11 @@ func AcceptedName(name string) bool {
 // parser: by its extension, or, without one, by its content (a PDF or a
 // ZIP package).
 func isFileUpload(name string, data []byte) bool {
+	// A PDF is a PDF whatever its name says (as a PDF named .docx is read
+	// as one): no text starts so.
+	if bytes.HasPrefix(data, []byte("%PDF-")) {
+		return true
+	}
 	if path.Ext(name) != "" {
 		return IsFile(name)
 	}
