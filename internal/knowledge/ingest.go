@@ -102,17 +102,8 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		if mediaType, err = resolveMediaType(req.MediaType, req.Source); err != nil {
 			return Document{}, err
 		}
-		if err := checkText(req.Content); err != nil {
+		if text, err = readText(req.Content, mediaType); err != nil {
 			return Document{}, err
-		}
-		text = normalizeText(req.Content)
-		if mediaType == MediaHTML {
-			if text, err = HTMLToText(text); err != nil {
-				return Document{}, err
-			}
-		}
-		if text == "" {
-			return Document{}, ErrEmpty
 		}
 		title = documentTitle(req.Title, text, req.Source, mediaType)
 	}
@@ -257,6 +248,26 @@ func resolveMediaType(declared, source string) (string, error) {
 		return MediaMarkdown, nil
 	}
 	return "", fmt.Errorf("%w: %s (use text/plain, text/markdown or text/html)", ErrUnsupportedType, mt)
+}
+
+// readText is the text of a text upload of mediaType as it is indexed:
+// checked (checkText), normalised, an HTML page's text extracted;
+// ErrEmpty when none is left.
+func readText(content, mediaType string) (string, error) {
+	if err := checkText(content); err != nil {
+		return "", err
+	}
+	text := normalizeText(content)
+	if mediaType == MediaHTML {
+		var err error
+		if text, err = HTMLToText(text); err != nil {
+			return "", err
+		}
+	}
+	if text == "" {
+		return "", ErrEmpty
+	}
+	return text, nil
 }
 
 // checkText rejects what is not text: invalid UTF-8, a NUL byte, or more

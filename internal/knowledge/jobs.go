@@ -304,18 +304,9 @@ func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaTyp
 	if mediaType != MediaPlain && mediaType != MediaMarkdown && mediaType != MediaHTML {
 		return Document{}, nil
 	}
-	if err := checkText(req.Content); err != nil {
+	text, err := readText(req.Content, mediaType)
+	if err != nil {
 		return Document{}, err
-	}
-	text := normalizeText(req.Content)
-	if mediaType == MediaHTML {
-		var err error
-		if text, err = HTMLToText(text); err != nil {
-			return Document{}, err
-		}
-	}
-	if text == "" {
-		return Document{}, ErrEmpty
 	}
 	existing, err := s.store.DocumentByHash(ctx, cmp.Or(req.TenantID, DefaultTenant), ContentHash(text))
 	switch {
@@ -332,11 +323,10 @@ func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaTyp
 func (s *Service) runJob(id string) {
 	bg := s.bg
 	ctx := bg.ctx
-	released := false
-	// Stopping: a job taken from the queue as the service stops is
-	// released, its attempt given back, like one cut short.
+	// Stopping (a job cut short, or taken from the queue as the service
+	// stops): released, its attempt given back.
 	defer func() {
-		if ctx.Err() != nil && !released {
+		if ctx.Err() != nil {
 			s.releaseStopped(id)
 		}
 	}()
@@ -396,8 +386,7 @@ func (s *Service) runJob(id string) {
 			s.log.Warn("background ingest: "+stored.Warning, zap.String("document_id", id))
 		}
 	case ctx.Err() != nil:
-		s.releaseStopped(id)
-		released = true
+		// Released as runJob returns.
 	case errors.Is(context.Cause(jobCtx), errGone):
 		s.log.Info("background ingest stopped: the document was deleted", zap.String("document_id", id))
 	case errors.Is(err, ErrDuplicate):
