@@ -85,8 +85,9 @@ type addDocumentRequest struct {
 // or as a multipart upload (field "file", optional fields "title" and
 // "shared"). 201 with the new document; 200 with the existing one when
 // the same content is already stored; 202 with the processing document
-// when the upload is larger than knowledge.ingest.background_bytes (its
-// GET shows the progress); 503 when the background queue is full.
+// when the upload is, or its file unpacks to, more than
+// knowledge.ingest.background_bytes (its GET shows the progress); 503
+// when the background queue is full.
 func (h *Handler) addDocument(c *gin.Context) {
 	limit, fileLimit := h.cfg().Knowledge.MaxUploadBytes, h.cfg().Knowledge.MaxFileBytes
 	var req knowledge.IngestRequest
@@ -118,16 +119,22 @@ func (h *Handler) addDocument(c *gin.Context) {
 		req.TenantID, req.AddedBy = knowledge.SharedTenant, tenant(c)
 	}
 	// By what the upload unpacks to: a small DOCX may hold 100 MB of text,
-	// too long to ingest before answering.
-	background := req.Bytes() > h.cfg().Knowledge.Ingest.BackgroundBytes
+	// too long to ingest before answering. A PDF's pages are compressed
+	// streams that only parsing measures: one found to hold more text
+	// than that goes to the background too.
+	backgroundBytes := h.cfg().Knowledge.Ingest.BackgroundBytes
+	background := req.Bytes() > backgroundBytes
 	var (
 		doc knowledge.Document
 		err error
 	)
+	if !background {
+		req.ForegroundTextBytes = max(backgroundBytes, 1)
+		doc, err = h.deps.Knowledge.Ingest(c.Request.Context(), req)
+		background = errors.Is(err, knowledge.ErrNeedsBackground)
+	}
 	if background {
 		doc, err = h.deps.Knowledge.IngestBackground(c.Request.Context(), req)
-	} else {
-		doc, err = h.deps.Knowledge.Ingest(c.Request.Context(), req)
 	}
 	switch {
 	case err == nil && background:

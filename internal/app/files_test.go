@@ -226,7 +226,6 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
 		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
 		{"small zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), 413, "document_too_large", "zip bomb"},
-		{"PDF whose page stream inflates to millions of characters", "bomb.pdf", docparsetest.PageBombPDF(t), 413, "document_too_large", "decompression bomb"},
 		{"DOCX whose part holds more than it declares", "lying.docx", docparsetest.UnderstatedZip(t), 422, "corrupt_document", "declares"},
 		{"DOCX that is a ZIP of photos", "report.docx", docparsetest.Zip(t, [2]string{"photos/classified.txt", "classified lighthouse budget"}), 422, "corrupt_document", "ZIP archive of something else"},
 		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 1024)...), 422, "encrypted_document", "password"},
@@ -478,6 +477,49 @@ func TestASmallFileThatUnpacksLargeIsIngestedInTheBackground(t *testing.T) {
 	small := docparsetest.DOCX(t, "Cove", docparsetest.Para{Text: "A cove is a small sheltered bay."})
 	if code := h.uploadFile("cove.docx", small, &doc); code != http.StatusCreated {
 		t.Fatalf("a small DOCX: %d, want 201", code)
+	}
+}
+
+// A PDF's pages are compressed streams whose text only parsing measures:
+// a small PDF found to hold more text than background_bytes is handed to
+// the bounded background workers instead of being read on the request
+// (202, then ready and searchable), and a page that inflates to millions
+// of characters fails there, with its reason and nothing searchable.
+func TestASmallPDFHoldingMuchTextIsIngestedInTheBackground(t *testing.T) {
+	h := newHarness(t, ragMode)
+	line := "BT /F1 12 Tf 72 712 Td (tidal harbour ledger) Tj ET\n"
+	long := docparsetest.FlatePDF(t, []byte(strings.Repeat(line, 300<<10/len("tidal harbour ledger"))))
+	bomb := docparsetest.PageBombPDF(t)
+	for name, data := range map[string][]byte{"ledger.pdf": long, "bomb.pdf": bomb} {
+		if int64(len(data)) > config.Default().Knowledge.Ingest.BackgroundBytes {
+			t.Fatalf("%s is %d bytes; the test wants a file under background_bytes", name, len(data))
+		}
+	}
+	var doc handler.DocumentJSON
+	if code := h.uploadFile("ledger.pdf", long, &doc); code != http.StatusAccepted || doc.Status != "processing" {
+		t.Fatalf("upload: %d %+v; want 202 processing", code, doc)
+	}
+	if ready := h.waitDocument(doc.ID, hasStatus("ready")); ready.Chunks == 0 {
+		t.Fatalf("ready document = %+v", ready)
+	}
+	if _, ok := h.hitOf("harbour ledger", doc.ID); !ok {
+		t.Fatal("the PDF ingested in the background is not found")
+	}
+
+	if code := h.uploadFile("bomb.pdf", bomb, &doc); code != http.StatusAccepted {
+		t.Fatalf("bomb upload: %d %+v; want 202", code, doc)
+	}
+	failed := h.waitDocument(doc.ID, hasStatus("failed"))
+	if !strings.Contains(failed.Error, "decompression bomb") {
+		t.Errorf("failed bomb says %q; want the decompression bomb named", failed.Error)
+	}
+	if hits := h.search("bomb word here").Hits; len(hits) != 0 {
+		t.Fatalf("the bomb is searchable: %+v", hits)
+	}
+
+	// A PDF with little text is still answered at once.
+	if code := h.uploadFile("cove.pdf", docparsetest.PDF(t, "A cove is a small sheltered bay."), &doc); code != http.StatusCreated {
+		t.Fatalf("a small PDF: %d, want 201", code)
 	}
 }
 

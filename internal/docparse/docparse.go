@@ -36,6 +36,10 @@ var (
 	// the text read: Options.MaxTextBytes), or one of its XML parts is
 	// compressed like a zip bomb (more than 500 times).
 	ErrTooLarge = errors.New("the file unpacks to more than the allowed size")
+	// ErrTextLimit: the text read passed Options.MaxTextBytes. It is an
+	// ErrTooLarge; a caller that set a lower limit than it accepts in the
+	// end (to answer a request soon) tells it from the other limits.
+	ErrTextLimit = fmt.Errorf("%w: more text than Options.MaxTextBytes", ErrTooLarge)
 )
 
 // Media types of the formats Parse reads.
@@ -69,7 +73,7 @@ type Options struct {
 	// MaxTextBytes bounds the text read from a PDF, DOCX, PPTX or XLSX
 	// (a spreadsheet's cell slots and separators count too; a CSV's text
 	// is the file itself, bounded by its size): a parse
-	// stops with ErrTooLarge as soon as it passes it, so a small file that
+	// stops with ErrTextLimit as soon as it passes it, so a small file that
 	// unpacks to gigabytes is refused before it is held in memory;
 	// 0 = DefaultMaxTextBytes.
 	MaxTextBytes int64
@@ -109,7 +113,7 @@ type textBudget struct{ max, left int64 }
 func (b *textBudget) spend(n int) error {
 	b.left -= int64(n)
 	if b.left < 0 {
-		return failf(ErrTooLarge, "the file holds more than %s of text, the limit (a decompression bomb?)", sizeText(b.max))
+		return failf(ErrTextLimit, "the file holds more than %s of text, the limit (a decompression bomb?)", sizeText(b.max))
 	}
 	return nil
 }

@@ -489,8 +489,8 @@ func TestParseStopsAtTheTextLimit(t *testing.T) {
 		"bomb.xlsx": docparsetest.XLSX(t, docparsetest.Sheet{Name: "S", Rows: sheetRows(12, strings.Repeat("gravel ", 4000))}),
 	} {
 		_, err := docparse.Parse(context.Background(), name, data, opts)
-		if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "more than 262.1 KB of text") {
-			t.Errorf("%s: err = %v; want ErrTooLarge naming the limit", name, err)
+		if !errors.Is(err, docparse.ErrTextLimit) || !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "more than 262.1 KB of text") {
+			t.Errorf("%s: err = %v; want ErrTextLimit (an ErrTooLarge) naming the limit", name, err)
 		}
 		if _, err := docparse.Parse(context.Background(), name, data, docparse.Options{}); err != nil {
 			t.Errorf("%s under the default limit: %v", name, err)
@@ -498,7 +498,7 @@ func TestParseStopsAtTheTextLimit(t *testing.T) {
 	}
 	// One page alone may not show more than a million characters.
 	_, err := docparse.Parse(context.Background(), "page.pdf", docparsetest.PageBombPDF(t), docparse.Options{})
-	if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "a page of the file shows more than") {
+	if !errors.Is(err, docparse.ErrTooLarge) || errors.Is(err, docparse.ErrTextLimit) || !strings.Contains(err.Error(), "a page of the file shows more than") {
 		t.Errorf("a page of over a million characters: err = %v", err)
 	}
 }

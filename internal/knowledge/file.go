@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -137,11 +138,19 @@ func (s *Service) parseFile(ctx context.Context, req IngestRequest, cfg *Options
 	if limit := cfg.MaxFileBytes; limit > 0 && int64(len(req.File)) > limit {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(req.File), limit)
 	}
-	doc, err := docparse.Parse(ctx, req.Source, req.File, docparse.Options{Progress: pages})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
+	opts := docparse.Options{Progress: pages}
+	foreground := req.ForegroundTextBytes > 0 && req.ForegroundTextBytes < docparse.DefaultMaxTextBytes
+	if foreground {
+		opts.MaxTextBytes = req.ForegroundTextBytes
+	}
+	doc, err := docparse.Parse(ctx, req.Source, req.File, opts)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
+	case foreground && errors.Is(err, docparse.ErrTextLimit):
+		return nil, ErrNeedsBackground
+	default:
 		return nil, err
 	}
 	return &parsedFile{doc: doc, text: doc.Text(), mediaType: doc.MediaType}, nil

@@ -28,6 +28,13 @@ type IngestRequest struct {
 	// Content (see file.go); Source is its file name.
 	File    []byte
 	AddedBy string // the uploader's tenant when it differs from TenantID (a shared document); "" = TenantID
+	// ForegroundTextBytes, above 0, bounds the text File may unpack to in
+	// Ingest: past it, Ingest stops parsing and returns
+	// ErrNeedsBackground. A caller answering a request sets it so that a
+	// small file holding much text (a PDF's compressed pages) is parsed by
+	// the bounded background workers, not on the request; 0 = only
+	// docparse's own limit. IngestBackground ignores it.
+	ForegroundTextBytes int64
 
 	// Progress, when set, is told how far the ingest is after each step:
 	// pages parsed (a parser of a paged format reports them through

@@ -37,6 +37,10 @@ var (
 	ErrTooDeep = errors.New("HTML is nested too deeply")
 	// ErrTooLarge: the document exceeds knowledge.max_upload_bytes.
 	ErrTooLarge = errors.New("document is too large")
+	// ErrNeedsBackground: a file unpacks to more text than
+	// IngestRequest.ForegroundTextBytes; nothing was stored. Hand the
+	// request to IngestBackground.
+	ErrNeedsBackground = errors.New("the file holds more text than an ingest answered at once may read")
 	// ErrUnsupportedType: the media type is not plain text, Markdown or HTML.
 	ErrUnsupportedType = errors.New("unsupported document type")
 )
