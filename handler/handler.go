@@ -7,6 +7,8 @@ package handler
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -80,11 +82,11 @@ func New(deps Deps) http.Handler {
 	_ = r.SetTrustedProxies(deps.Config().Server.TrustedProxies)
 	r.Use(h.limitBodyRead, h.traceRequest, h.accessLog, gin.CustomRecoveryWithWriter(nil, h.recovered), h.cors)
 	r.NoRoute(func(c *gin.Context) {
-		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+c.Request.URL.Path+".")
+		abort(c, http.StatusNotFound, "not_found", "No such endpoint: "+c.Request.Method+" "+quotedPath(c)+".")
 	})
 	r.NoMethod(func(c *gin.Context) {
 		abort(c, http.StatusMethodNotAllowed, "method_not_allowed",
-			"Method "+c.Request.Method+" is not allowed on "+c.Request.URL.Path+".")
+			"Method "+c.Request.Method+" is not allowed on "+quotedPath(c)+".")
 	})
 
 	r.GET("/", h.webPage)
@@ -193,4 +195,15 @@ func (h *Handler) readyz(c *gin.Context) {
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// quotedPath is the request's path for a message: quoted, so that the
+// sentence's full stop is not read as part of it ("/documents/".), and
+// cut to 200 bytes.
+func quotedPath(c *gin.Context) string {
+	p := c.Request.URL.Path
+	if len(p) > 200 {
+		p = strings.ToValidUTF8(p[:200], "") + "…"
+	}
+	return strconv.Quote(p)
 }

@@ -127,6 +127,13 @@ func TestBadInputGetsClearErrorsAndSavesNothing(t *testing.T) {
 			}
 		}
 	}
+	// The path is quoted in the message: the full stop after
+	// ".../documents/" is not part of it.
+	var e handler.ErrorBody
+	if code := h.call("DELETE", "/api/v1/knowledge/documents/", "", &e); code != 404 ||
+		e.Error.Message != `No such endpoint: DELETE "/api/v1/knowledge/documents/".` {
+		t.Errorf("DELETE without an id: %d %q", code, e.Error.Message)
+	}
 	if n := len(h.messages(session)); n != 0 {
 		t.Fatalf("%d messages saved from rejected requests", n)
 	}
