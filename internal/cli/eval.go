@@ -92,7 +92,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer svc.Close()
 	if *docs != "" {
-		n, skipped, err := ingestFolder(ctx, svc, *docs, *tenant, stderr)
+		n, skipped, err := ingestFolder(ctx, svc, *docs, *tenant,
+			inputLimits{text: cfg.Knowledge.MaxUploadBytes, file: cfg.Knowledge.MaxFileBytes}, stderr)
 		if err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	results, err := evaluate(ctx, svc, rerank, searchCfg.TopK, *tenant, qs, func(method, why string) {
 		if !degraded[method+why] {
 			degraded[method+why] = true
-			fmt.Fprintf(stderr, "warning: %s: %s; its figures do not measure it\n", method, why)
+			fmt.Fprintf(stderr, "warning: %s: %s; its figures do not measure it\n", method, strings.TrimSuffix(why, "."))
 		}
 	})
 	if err != nil {
@@ -189,7 +190,7 @@ func evaluate(ctx context.Context, svc *knowledge.Service, rerank *pipeline.Even
 // its file name without the extension, so that the questions can name
 // it. A file the service refuses is named on warn with the reason and
 // counted as skipped; a failure of the store ends the evaluation.
-func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string, warn io.Writer) (ingested, skipped int, err error) {
+func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant string, limits inputLimits, warn io.Writer) (ingested, skipped int, err error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		if err == nil {
 			err = errors.New("not a folder")
@@ -199,15 +200,15 @@ func ingestFolder(ctx context.Context, svc *knowledge.Service, dir, tenant strin
 	files, walkErrs, links := collectFiles([]string{dir})
 	skip := func(path, reason string) {
 		skipped++
-		fmt.Fprintf(warn, "skipped %s: %s\n", path, reason)
+		fmt.Fprintln(warn, terminalSafe(fmt.Sprintf("skipped %s: %s", path, reason)))
 	}
 	for _, e := range append(walkErrs, links...) {
 		skip(e.path, e.reason)
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			skip(f.path, describePathError(err))
+		data, refusal := readInput(f, limits)
+		if refusal != "" {
+			skip(f.path, refusal)
 			continue
 		}
 		req, err := knowledge.FileRequest(f.name, data)
@@ -262,17 +263,25 @@ func resolveLabels(ctx context.Context, svc *knowledge.Service, tenant string, q
 	told := map[string]bool{}
 	for i, q := range qs {
 		relevant := map[string]bool{}
+		var unknown []string
 		for _, w := range q.Want {
 			ids := named[w]
 			switch {
 			case len(ids) == 0:
-				fmt.Fprintf(warn, "warning: line %d names %q, which is no document's title or id: that question can only miss\n", q.Line, w)
+				unknown = append(unknown, w)
 			case len(ids) > 1 && !told[w]:
 				told[w] = true
 				fmt.Fprintf(warn, "warning: %d documents are titled %q (line %d): each of them counts as an expected document; name one by its id to keep to it\n", len(ids), w, q.Line)
 			}
 			for _, id := range ids {
 				relevant[id] = true
+			}
+		}
+		for _, w := range unknown {
+			if len(relevant) == 0 {
+				fmt.Fprintf(warn, "warning: line %d names %q, which is no document's title or id: that question can only miss\n", q.Line, w)
+			} else {
+				fmt.Fprintf(warn, "warning: line %d names %q, which is no document's title or id: only the line's other labels count\n", q.Line, w)
 			}
 		}
 		qs[i].Relevant = len(relevant)

@@ -75,21 +75,31 @@ func TestEvalReadsAFolderAsUploadsAndWarnsOfUnknownLabels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := writeFile(dir+"/q.tsv", "when to calibrate the gyroscope\tmanual\nwhy does the kettle whistle\tKettle notes\n"); err != nil {
+	// Refused by its size, unread: a 64 MB text is not held in memory to
+	// be told it is over knowledge.max_upload_bytes.
+	if err := writeFile(docs+"/huge.txt", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(docs+"/huge.txt", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(dir+"/q.tsv", "when to calibrate the gyroscope\tmanual\nwhy does the kettle whistle\tKettle notes\ngyroscope calibration\tmanual|Nowhere\n"); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
 	if err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", docs}, &out, &errOut); err != nil {
 		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
 	}
-	for _, want := range []string{"ingested 2 documents", "keyword                 2 0.500 0.500 0.500 0.500"} {
+	for _, want := range []string{"ingested 2 documents", "keyword                 3 0.667 0.667 0.667 0.667"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 	for _, want := range []string{
 		"skipped " + docs + "/tool.exe: Unsupported document type: .exe files are not read",
-		`warning: line 2 names "Kettle notes", which is no document's title or id`,
+		"skipped " + docs + "/huge.txt: The file is larger than the limit of 2097152 bytes (knowledge.max_upload_bytes): 67108864 bytes.",
+		`warning: line 2 names "Kettle notes", which is no document's title or id: that question can only miss`,
+		`warning: line 3 names "Nowhere", which is no document's title or id: only the line's other labels count`,
 	} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
@@ -182,5 +192,9 @@ func TestEvalWarnsOfARankingThatDegraded(t *testing.T) {
 		if strings.Count(errOut.String(), want) != 1 {
 			t.Errorf("stderr lacks one %q:\n%s", want, errOut.String())
 		}
+	}
+	if !strings.Contains(errOut.String(), "is unreachable); nothing was searched; its figures do not measure it\n") ||
+		strings.Contains(errOut.String(), ".;") {
+		t.Errorf("the vector warning does not say that nothing was searched, in one sentence:\n%s", errOut.String())
 	}
 }

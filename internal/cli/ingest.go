@@ -61,9 +61,9 @@ const (
 // to 1, and what it is doing.
 type ingester interface {
 	ingest(ctx context.Context, path, name string, data []byte, progress func(float64, string)) (fileOutcome, string, error)
-	// limit is the largest file of this name the service takes and the
-	// setting that says so; 0 when not known here (the server says).
-	limit(name string) (int64, string)
+	// limits are the largest files the service takes; 0 when not known
+	// here (the server says).
+	limits() inputLimits
 }
 
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,6 +108,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
+	if *tenant == knowledge.SharedTenant {
+		fmt.Fprintf(stderr, "chatpipe ingest: -tenant %s is the shared documents' owner, no tenant; to add shared documents use -shared (with -tenant naming who adds them)\n", knowledge.SharedTenant)
+		return ErrUsage
+	}
 	var in ingester
 	if *server != "" {
 		transport := &http.Transport{}
@@ -132,7 +136,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			owner, addedBy = knowledge.SharedTenant, *tenant
 		}
 		in = &localIngester{svc: svc, tenant: owner, addedBy: addedBy,
-			textLimit: cfg.Knowledge.MaxUploadBytes, fileLimit: cfg.Knowledge.MaxFileBytes}
+			max: inputLimits{text: cfg.Knowledge.MaxUploadBytes, file: cfg.Knowledge.MaxFileBytes}}
 	}
 
 	files, walkErrs, links := collectFiles(fs.Args())
@@ -196,15 +200,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // ingestFile reads and ingests one file, drawing its progress bar; stop
 // says the run should end here, and why (see stopError).
 func ingestFile(ctx context.Context, in ingester, f inputFile, out *reporter) (outcome fileOutcome, detail string, stop *stopError) {
-	if limit, key := in.limit(f.name); limit > 0 && f.size > limit {
-		return outcomeRefused, fmt.Sprintf("The file is larger than the limit of %d bytes (%s): %d bytes.", limit, key, f.size), nil
-	}
-	data, err := os.ReadFile(f.path)
-	if err != nil {
-		return outcomeRefused, "cannot read: " + describePathError(err), nil
+	data, refusal := readInput(f, in.limits())
+	if refusal != "" {
+		return outcomeRefused, refusal, nil
 	}
 	bar := out.bar(f.path)
-	outcome, detail, err = in.ingest(ctx, f.path, f.name, data, bar.set)
+	outcome, detail, err := in.ingest(ctx, f.path, f.name, data, bar.set)
 	bar.done()
 	if ctx.Err() != nil && outcome != outcomeIngested && outcome != outcomeDuplicate {
 		// Cut short by the interrupt, not refused. A server that had
@@ -320,17 +321,12 @@ type localIngester struct {
 	svc     *knowledge.Service
 	tenant  string
 	addedBy string
-	// textLimit and fileLimit: knowledge.max_upload_bytes and
-	// knowledge.max_file_bytes, checked before a file is read.
-	textLimit, fileLimit int64
+	// max: knowledge.max_upload_bytes and knowledge.max_file_bytes,
+	// checked before a file is read.
+	max inputLimits
 }
 
-func (l *localIngester) limit(name string) (int64, string) {
-	if knowledge.IsFile(name) {
-		return l.fileLimit, "knowledge.max_file_bytes"
-	}
-	return l.textLimit, "knowledge.max_upload_bytes"
-}
+func (l *localIngester) limits() inputLimits { return l.max }
 
 func (l *localIngester) ingest(ctx context.Context, _, name string, data []byte, progress func(float64, string)) (fileOutcome, string, error) {
 	req, err := knowledge.FileRequest(name, data)
@@ -403,9 +399,9 @@ func (s *summary) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range s.refused {
-		fmt.Fprintf(w, "  refused %s: %s\n", r.path, r.reason)
+		fmt.Fprintln(w, terminalSafe(fmt.Sprintf("  refused %s: %s", r.path, r.reason)))
 	}
 	for _, l := range s.links {
-		fmt.Fprintf(w, "  skipped %s: %s\n", l.path, l.reason)
+		fmt.Fprintln(w, terminalSafe(fmt.Sprintf("  skipped %s: %s", l.path, l.reason)))
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
 )
@@ -25,12 +28,36 @@ func newReporter(w io.Writer) *reporter {
 
 // line prints one line of the log.
 func (r *reporter) line(format string, args ...any) {
-	fmt.Fprintf(r.w, format+"\n", args...)
+	fmt.Fprintln(r.w, terminalSafe(fmt.Sprintf(format, args...)))
 }
 
 // bar starts the progress bar of one file.
 func (r *reporter) bar(path string) *progressBar {
-	return &progressBar{r: r, name: filepath.Base(path)}
+	return &progressBar{r: r, name: terminalSafe(filepath.Base(path))}
+}
+
+// terminalSafe shows s's control and format characters as Go escapes
+// (\x1b, \n, \u202e): file names and the reasons read from files are
+// not ours, and an escape sequence or a line break in one would recolour
+// or retitle the terminal, or forge a line of the log.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // progressBar redraws one terminal line, at most every redrawEvery.

@@ -26,7 +26,7 @@ type remoteIngester struct {
 	poll      time.Duration // between looks at a background ingest; 0 = 300 ms
 }
 
-func (r *remoteIngester) limit(string) (int64, string) { return 0, "" }
+func (r *remoteIngester) limits() inputLimits { return inputLimits{} }
 
 // documentReply is the part of the server's document JSON used here.
 type documentReply struct {

@@ -101,20 +101,29 @@ func sampleFolder(t *testing.T) string {
 func TestIngestAFolderThroughTheStoreReportsEveryFile(t *testing.T) {
 	_, _, cfgPath := storeConfig(t, "  max_upload_bytes: 4096\n")
 	dir := sampleFolder(t)
+	// A large file of a type no upload takes is refused for its type,
+	// unread (not as a text over max_upload_bytes).
+	if err := os.WriteFile(filepath.Join(dir, "movie.mp4"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "movie.mp4"), 30<<20); err != nil {
+		t.Fatal(err)
+	}
 
 	code, out := runIngest(t, "-config", cfgPath, dir)
 	if code != 1 {
 		t.Errorf("exit code %d, want 1 (files were refused)\n%s", code, out)
 	}
 	for _, want := range []string{
-		"3 ingested, 1 skipped as duplicates, 3 refused",
+		"3 ingested, 1 skipped as duplicates, 4 refused",
+		"refused    " + filepath.Join(dir, "movie.mp4") + ": Unsupported document type: .mp4 files are not read",
 		"ingested   " + filepath.Join(dir, "a.md"),
 		"duplicate  " + filepath.Join(dir, "copy-of-a.md") + ` (same content as "Alpha guide"`,
 		"ingested   " + filepath.Join(dir, "sub", "deeper", "c.html"),
 		"refused    " + filepath.Join(dir, "empty.txt") + ": The document has no text.",
 		"refused    " + filepath.Join(dir, "image.png") + ":",
 		"refused    " + filepath.Join(dir, "big.md") + ": The file is larger than the limit of 4096 bytes (knowledge.max_upload_bytes): 6007 bytes.",
-		"chatpipe ingest: 3 of 7 files refused",
+		"chatpipe ingest: 4 of 8 files refused",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -407,6 +416,15 @@ func TestIngestRefusesFlagsAfterThePathsBeforeStoringAnything(t *testing.T) {
 	}
 	if _, err := os.Stat(dbPath); err == nil {
 		t.Errorf("the store was opened (and %s created) before the usage error", dbPath)
+	}
+	// The shared documents' owner is no tenant to ingest as: -shared says
+	// who adds them.
+	if code, out := runIngest(t, "-config", cfgPath, "-tenant", "_shared", filepath.Join(dir, "a.md")); code != 2 ||
+		!strings.Contains(out, "use -shared") {
+		t.Errorf("-tenant _shared: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dbPath); err == nil {
+		t.Errorf("the store was opened (and %s created) for -tenant _shared", dbPath)
 	}
 	for _, args := range [][]string{{"-h"}, {"-config", cfgPath, "-h"}, {"-tenant", "acme", "--help"}} {
 		if code, out := runIngest(t, args...); code != 0 || !strings.Contains(out, "usage: chatpipe ingest") {

@@ -66,6 +66,17 @@ func cleanName(name string) string {
 	}, name)
 }
 
+// CheckName is FileRequest's verdict on a file's name alone: an
+// ErrUnsupportedType naming the extension when no upload of that name is
+// read (see AcceptedName), so that a caller can refuse the file unread.
+func CheckName(name string) error {
+	if name = UploadName(name); !AcceptedName(name) {
+		return fmt.Errorf("%w: %s files are not read (use %s files)",
+			ErrUnsupportedType, strings.ToLower(path.Ext(name)), SupportedTypes)
+	}
+	return nil
+}
+
 // AcceptedName reports whether a file of this name may be uploaded: a
 // text type, a format docparse reads, or no extension at all (its content
 // decides, see FileRequest).
@@ -95,11 +106,10 @@ func isFileUpload(name string, data []byte) bool {
 // reaches the knowledge base (an upload, chatpipe ingest, chatpipe eval)
 // goes through it, so each accepts and reads the same files.
 func FileRequest(name string, data []byte) (IngestRequest, error) {
-	name = UploadName(name)
-	if !AcceptedName(name) {
-		return IngestRequest{}, fmt.Errorf("%w: %s files are not read (use %s files)",
-			ErrUnsupportedType, strings.ToLower(path.Ext(name)), SupportedTypes)
+	if err := CheckName(name); err != nil {
+		return IngestRequest{}, err
 	}
+	name = UploadName(name)
 	if isFileUpload(name, data) {
 		return IngestRequest{File: data, Source: name}, nil
 	}

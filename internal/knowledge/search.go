@@ -129,7 +129,10 @@ func (s *Service) search(ctx context.Context, req retrieval.SearchRequest) (retr
 	default:
 		resp.Method = MethodVector
 	}
-	if len(problems) > 0 {
+	switch {
+	case len(problems) > 0 && !keywordOK && !vectorOK:
+		resp.Degraded = capitalize(strings.Join(problems, "; ")) + "; nothing was searched."
+	case len(problems) > 0:
 		resp.Degraded = capitalize(strings.Join(problems, "; ")) + "; " + resp.Method + " search only."
 	}
 

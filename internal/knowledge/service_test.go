@@ -302,6 +302,12 @@ func TestUnreachableEmbeddingEndpointDegradesWithASentence(t *testing.T) {
 	if resp.Degraded != want || len(resp.Hits) != 1 {
 		t.Errorf("degraded = %q (hits %d), want %q", resp.Degraded, len(resp.Hits), want)
 	}
+	// Vector search alone has nothing left to search.
+	resp = search(t, svc, retrieval.SearchRequest{Query: "keyword content", KeywordWeight: -1})
+	want = "Embedding the query failed (the embedding endpoint at " + addr + " is unreachable); nothing was searched."
+	if resp.Degraded != want || len(resp.Hits) != 0 {
+		t.Errorf("vector alone: degraded = %q (hits %d), want %q", resp.Degraded, len(resp.Hits), want)
+	}
 }
 
 func TestTransientEmbeddingFailureIsRetried(t *testing.T) {

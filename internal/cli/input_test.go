@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A file listed small and grown since is read through its limit, never
+// past it, and refused.
+func TestReadInputStopsAtTheLimitOfAFileThatGrew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat("grown ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	limits := inputLimits{text: 64, file: 1 << 20}
+	data, refusal := readInput(inputFile{path: path, name: "notes.txt", size: 10}, limits)
+	if data != nil || refusal != "The file is larger than the limit of 64 bytes (knowledge.max_upload_bytes); it grew while it was read." {
+		t.Fatalf("read %d bytes, refusal %q", len(data), refusal)
+	}
+	// A name without an extension is read up to the larger limit: its
+	// content decides what it is.
+	if data, refusal := readInput(inputFile{path: path, name: "notes", size: 600}, limits); len(data) != 600 || refusal != "" {
+		t.Fatalf("no extension: read %d bytes, refusal %q", len(data), refusal)
+	}
+}
+
+// A file name is not ours: its escape sequences and line breaks are shown,
+// not obeyed, in the log, the summary and the progress bar.
+func TestIngestShowsAFileNamesControlCharactersAsEscapes(t *testing.T) {
+	dir := "/data"
+	name := "x\x1b[31mRED\x1b[0m\x1b]0;pwned\a\u202e.md"
+	var out strings.Builder
+	r := &reporter{w: &out}
+	r.line("ingested   %s (%s)", filepath.Join(dir, name), "1 chunks")
+	s := summary{}
+	s.refuse(filepath.Join(dir, "bad\nrefused    forged.exe"), "Unsupported document type")
+	s.print(&out)
+	got := out.String()
+	if strings.ContainsAny(got, "\x1b\a\u202e") || strings.Contains(got, "\nrefused    forged") {
+		t.Fatalf("control characters reached the output:\n%q", got)
+	}
+	for _, want := range []string{`x\x1b[31mRED\x1b[0m\x1b]0;pwned\a\u202e.md`, `bad\nrefused    forged.exe`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%q", want, got)
+		}
+	}
+	if b := r.bar(name); b.name != `x\x1b[31mRED\x1b[0m\x1b]0;pwned\a\u202e.md` {
+		t.Errorf("bar name %q", b.name)
+	}
+}
