@@ -166,3 +166,16 @@ func TestReadmeReturnPolicySearchFindsTheReturnsDocument(t *testing.T) {
 		t.Fatalf("search(return policy) = %+v; want the Returns document first", r.Hits)
 	}
 }
+
+// Full-width Latin letters and digits, as Chinese input methods type them,
+// are the ASCII ones to keyword search, in a document and in a question.
+func TestFullWidthLettersAndDigitsMatchTheirASCII(t *testing.T) {
+	h := newHarness(t)
+	export := h.addDocument("Export", "支持ＰＤＦ文件导出，版本Ｖ２。")
+	zebra := h.addDocument("Zebrafish", "Zebrafish regrow their fins.")
+	for query, want := range map[string]string{"PDF": export.ID, "v2": export.ID, "ｚｅｂｒａｆｉｓｈ": zebra.ID, "ＦＩＮＳ": zebra.ID} {
+		if r := h.search(query); len(r.Hits) == 0 || r.Hits[0].DocumentID != want {
+			t.Errorf("search(%q) = %+v; want %s first", query, r.Hits, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/width"
 )
 
 // Keyword search indexes terms, not raw text, because full-text tokenisers
@@ -32,7 +33,8 @@ import (
 // Version 1: Snowball stems, Chinese runs joined across line wraps.
 // Version 2: characters of unspaced scripts besides their bigrams, and
 // each document's lead (see Lead) in the title field.
-const TermsVersion = 2
+// Version 3: full-width Latin letters and digits folded to ASCII.
+const TermsVersion = 3
 
 // maxQueryTerms bounds the terms one query searches for: a pasted page
 // must not become a thousand-term OR.
@@ -105,7 +107,13 @@ func forEachTerm(text string, characters bool, yield func(string) bool) {
 		if word.Len() == 0 {
 			return true
 		}
-		t := stem(strings.ToLower(word.String()))
+		w := strings.ToLower(word.String())
+		if !isASCII(w) {
+			// Full-width Latin letters and digits, as Chinese and Japanese
+			// input methods type them (ＰＤＦ, Ｖ２), are the ASCII ones.
+			w = width.Fold.String(w)
+		}
+		t := stem(w)
 		word.Reset()
 		return yield(t)
 	}

@@ -76,6 +76,8 @@ func TestTerms(t *testing.T) {
 		{"Ünïcödé ÉCOLE", []string{"unicod", "ecol"}},
 		{"Items returned, returns", []string{"item", "return", "return"}},
 		{"utf8 x86", []string{"utf8", "x86"}},
+		{"支持ＰＤＦ，Ｖ２", []string{"支", "支持", "持", "pdf", "v2"}}, // full width
+		{"ｚｅｂｒａｆｉｓｈ Ｒｅｔｕｒｎｓ", []string{"zebrafish", "return"}},
 		{"文件系\n统", []string{"文", "文件", "件", "件系", "系", "系统", "统"}},         // a line wrap inside a word
 		{"称为   分区", []string{"称", "称为", "为", "为分", "分", "分区", "区"}},        // justification spaces
 		{"文件\n\n系统", []string{"文", "文件", "件", "系", "系统", "统"}},             // a paragraph break is no wrap

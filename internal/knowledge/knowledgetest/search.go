@@ -29,6 +29,15 @@ func corpus(t *testing.T, s knowledge.Store) {
 }
 
 var keywordTests = []test{
+	{"FullWidthLettersAndDigitsMatchTheirASCII", func(t *testing.T, s knowledge.Store) {
+		addParagraphs(t, s, "export", "导出", "支持ＰＤＦ文件导出，版本Ｖ２。")
+		addParagraphs(t, s, "zebra", "Zebrafish", "Zebrafish regrow their fins.")
+		for query, want := range map[string]string{"PDF": "export", "v2": "export", "ｚｅｂｒａｆｉｓｈ": "zebra", "ＦＩＮＳ": "zebra"} {
+			if got := docIDs(keyword(t, s, query, 5)); len(got) == 0 || got[0] != want {
+				t.Errorf("keyword(%q) = %v, want %s first", query, got, want)
+			}
+		}
+	}},
 	{"EnglishQueryFindsItsDocumentFirst", func(t *testing.T, s knowledge.Store) {
 		corpus(t, s)
 		for query, want := range map[string]string{
