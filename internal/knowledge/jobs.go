@@ -32,8 +32,8 @@ const progressEvery = 250 * time.Millisecond
 // background runs background ingests: a fixed number of workers take
 // document ids from queue; slots (queue plus workers) bound the jobs
 // queued or running, so a burst of uploads is refused rather than piled
-// up; a janitor keeps running jobs alive in the store and claims the
-// ones a stopped or dead process left (ClaimStale).
+// up; a janitor keeps the jobs held here, queued or running, alive in the
+// store and claims the ones a stopped or dead process left (ClaimStale).
 type background struct {
 	slots       chan struct{}
 	queue       chan string
@@ -44,15 +44,45 @@ type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	running map[string]runningJob // the ingests under way here, by document id
+	mu sync.Mutex
+	// held are the ingests this process has, by document id: queued (in
+	// queue, stop nil) or running. The janitor keeps every one alive in
+	// the store: a document waiting here longer than stale_after is no
+	// process's leftover, to be claimed again (and failed for "stops"
+	// that never happened).
+	held map[string]heldJob
 }
 
-// runningJob is an ingest under way: its latest progress, for the
-// heartbeat, and how to stop it (its document was deleted).
-type runningJob struct {
+// heldJob is an ingest queued or under way here: its latest progress, for
+// the heartbeat, and, once running, how to stop it (its document was
+// deleted).
+type heldJob struct {
 	progress Progress
-	stop     context.CancelCauseFunc
+	stop     context.CancelCauseFunc // nil while queued
+}
+
+// enqueue holds id here and queues it; a slot must be taken first (then
+// the send never blocks).
+func (bg *background) enqueue(id string) {
+	bg.mu.Lock()
+	bg.held[id] = heldJob{}
+	bg.mu.Unlock()
+	bg.queue <- id
+}
+
+// holds reports whether id is queued or running here.
+func (bg *background) holds(id string) bool {
+	bg.mu.Lock()
+	defer bg.mu.Unlock()
+	_, ok := bg.held[id]
+	return ok
+}
+
+// drop forgets id: its job ended (or was never run, the service stopping).
+func (bg *background) drop(id string) {
+	bg.mu.Lock()
+	delete(bg.held, id)
+	bg.mu.Unlock()
 }
 
 // errGone ends an ingest whose document was deleted (here or, seen when
@@ -62,9 +92,9 @@ var errGone = errors.New("the document is gone")
 // stop ends id's ingest if this process runs it.
 func (bg *background) stop(id string) {
 	bg.mu.Lock()
-	job, ok := bg.running[id]
+	job := bg.held[id]
 	bg.mu.Unlock()
-	if ok {
+	if job.stop != nil {
 		job.stop(errGone)
 	}
 }
@@ -86,7 +116,7 @@ func (s *Service) StartBackground() {
 		queue:       make(chan string, workers+queue),
 		staleAfter:  cmp.Or(cfg.StaleAfter, time.Minute),
 		maxAttempts: max(cfg.MaxAttempts, 1),
-		running:     map[string]runningJob{},
+		held:        map[string]heldJob{},
 	}
 	bg.ctx, bg.cancel = context.WithCancel(context.Background())
 	s.bg = bg
@@ -98,6 +128,7 @@ func (s *Service) StartBackground() {
 					return
 				case id := <-bg.queue:
 					s.runJob(id)
+					bg.drop(id)
 					<-bg.slots
 				}
 			}
@@ -120,6 +151,7 @@ func (s *Service) stopBackground() {
 	for {
 		select {
 		case id := <-bg.queue:
+			bg.drop(id)
 			s.release(ctx, id)
 		default:
 			return
@@ -193,7 +225,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		<-bg.slots
 		return s.lostFileRace(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash, err)
 	}
-	bg.queue <- doc.ID // never blocks: the slot taken is room in the queue
+	bg.enqueue(doc.ID) // never blocks: the slot taken is room in the queue
 	s.replaceFailed(ctx, doc)
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
 		zap.Int("bytes", len(upload)))
@@ -349,19 +381,14 @@ func (s *Service) runJob(id string) {
 	jobCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	bg.mu.Lock()
-	bg.running[id] = runningJob{stop: stop}
+	bg.held[id] = heldJob{stop: stop}
 	bg.mu.Unlock()
-	defer func() {
-		bg.mu.Lock()
-		delete(bg.running, id)
-		bg.mu.Unlock()
-	}()
 
 	var lastWrite time.Time
 	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Source: doc.Source, MediaType: doc.MediaType,
 		Progress: func(p Progress) {
 			bg.mu.Lock()
-			bg.running[id] = runningJob{progress: p, stop: stop}
+			bg.held[id] = heldJob{progress: p, stop: stop}
 			bg.mu.Unlock()
 			if time.Since(lastWrite) < progressEvery {
 				return
@@ -431,8 +458,9 @@ func Reason(err error) string {
 	return msg
 }
 
-// janitor keeps the running ingests alive in the store and claims stale
-// ones (those of a process that stopped or died), as slots allow.
+// janitor keeps the ingests held here (queued or running) alive in the
+// store and claims stale ones (those of a process that stopped or died),
+// as slots allow.
 func (s *Service) janitor() {
 	bg := s.bg
 	tick := time.NewTicker(max(bg.staleAfter/3, 10*time.Millisecond))
@@ -445,8 +473,8 @@ func (s *Service) janitor() {
 		case <-tick.C:
 		}
 		bg.mu.Lock()
-		alive := make(map[string]Progress, len(bg.running))
-		for id, job := range bg.running {
+		alive := make(map[string]Progress, len(bg.held))
+		for id, job := range bg.held {
 			alive[id] = job.progress
 		}
 		bg.mu.Unlock()
@@ -479,10 +507,15 @@ func (s *Service) claimStale() {
 		s.log.Warn("background ingest: claim stale documents", zap.Error(err))
 	}
 	for _, d := range docs {
+		if bg.holds(d.ID) {
+			// Ours, queued or running, gone quiet in the store (its
+			// heartbeat could not be written): the claim renewed it.
+			continue
+		}
 		select {
 		case bg.slots <- struct{}{}:
 			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
-			bg.queue <- d.ID
+			bg.enqueue(d.ID)
 		default:
 			s.release(bg.ctx, d.ID)
 		}

@@ -271,3 +271,49 @@ func TestADeleteOnAnotherReplicaStopsTheIngestAtTheNextHeartbeat(t *testing.T) {
 	}
 	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
 }
+
+// A document waiting in this process's queue longer than stale_after is
+// no leftover of a stopped process: the janitor keeps it alive, so it is
+// neither claimed again (an attempt counted, a second slot taken) nor, in
+// the end, failed for stops that never happened.
+func TestAQueuedDocumentIsKeptAliveNotClaimedAgain(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	const staleAfter = 60 * time.Millisecond
+	svc := backgroundService(t, filepath.Join(t.TempDir(), "chatpipe.db"), srv, staleAfter)
+	defer svc.Close()
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	// One worker and three slots: the first document runs (held at its
+	// embeddings), the second waits in the queue, one slot is free.
+	running, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, running.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+	queued, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("basilisk"), Source: "basilisk.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(15 * staleAfter) // long past stale_after, max_attempts (3) times over
+	if d, err := svc.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Status != knowledge.StatusProcessing || d.Attempts != queued.Attempts {
+		t.Errorf("the queued document after waiting: %+v, %v; want processing, attempts still %d", d, err, queued.Attempts)
+	}
+	// The free slot is still free: the queued document did not take it.
+	third, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("cassowary"), Source: "cassowary.md"})
+	if err != nil {
+		t.Fatalf("an upload with a slot free: %v", err)
+	}
+	close(gate)
+	for _, id := range []string{running.ID, queued.ID, third.ID} {
+		if d := waitFor(t, svc, id, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); d.Status != knowledge.StatusReady {
+			t.Errorf("document %s ended %s: %s", id, d.Status, d.Error)
+		}
+	}
+}
