@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -569,5 +570,60 @@ func TestParseSpreadsheetsCountWhatTheyCostAgainstTheTextLimit(t *testing.T) {
 		if _, err := docparse.Parse(context.Background(), name, buf.Bytes(), docparse.Options{}); err != nil {
 			t.Errorf("%s under the default limit: %v", name, err)
 		}
+	}
+}
+
+// Reading a workbook's cells never unpacks its media: a 100 MB image of
+// zeros in a small workbook (under every size limit, and no XML part for
+// the zip-bomb check) was held in memory whole by excelize.
+func TestAWorkbooksMediaIsNotUnpacked(t *testing.T) {
+	book := docparsetest.XLSX(t, docparsetest.Sheet{Name: "Fleet", Rows: [][]any{{"Ship", "Port"}, {"Kestrel", "Brest"}}})
+	data := docparsetest.WithPart(t, book, "xl/media/image1.png", make([]byte, 100<<20))
+	if len(data) > 256<<10 {
+		t.Fatalf("the workbook is %d bytes; the test wants a small file", len(data))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	doc, err := docparse.Parse(context.Background(), "fleet.xlsx", data, docparse.Options{})
+	runtime.ReadMemStats(&after)
+	if err != nil || !strings.Contains(doc.Text(), "Kestrel | Brest") {
+		t.Fatalf("Parse = %v; text %q", err, doc.Text())
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 32<<20 {
+		t.Errorf("reading the workbook allocated %d MB: its image was unpacked", allocated>>20)
+	}
+}
+
+// A part a parser reads is checked whatever its name: a relationship may
+// point a slide at a .bin part, which the package-wide check (XML parts)
+// leaves alone.
+func TestAPartReadUnderAnotherNameIsCheckedAsAZipBomb(t *testing.T) {
+	deck := docparsetest.PPTX(t, docparsetest.Slide{Title: "Harbour", Body: []string{"The breakwater is long."}})
+	zr, err := zip.NewReader(bytes.NewReader(deck), int64(len(deck)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [][2]string
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		name, text := f.Name, string(b)
+		switch {
+		case name == "ppt/slides/slide1.xml":
+			continue // replaced below
+		case strings.HasSuffix(name, ".rels") || name == "[Content_Types].xml":
+			text = strings.ReplaceAll(text, "slide1.xml", "slide1.bin")
+		}
+		parts = append(parts, [2]string{name, text})
+	}
+	bomb := `<p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main">` + strings.Repeat(" ", 16<<20) + `</p:sld>`
+	data := docparsetest.WithPart(t, docparsetest.Zip(t, parts...), "ppt/slides/slide1.bin", []byte(bomb))
+	_, err = docparse.Parse(context.Background(), "deck.pptx", data, docparse.Options{})
+	if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "slide1.bin") {
+		t.Fatalf("Parse = %v; want ErrTooLarge naming slide1.bin", err)
 	}
 }

@@ -47,6 +47,9 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 		return nil, fmt.Errorf("docparse: temporary folder for a workbook: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if data, err = p.xmlOnly(data); err != nil {
+		return nil, err
+	}
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
 		UnzipSizeLimit:    opts.maxUncompressed(),
 		UnzipXMLSizeLimit: min(sheetInMemoryBytes, opts.maxUncompressed()),

@@ -7,6 +7,7 @@ package docparsetest
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"compress/zlib"
 	_ "embed"
 	"fmt"
@@ -274,4 +275,36 @@ func PageBombPDF(t testing.TB) []byte {
 	t.Helper()
 	line := "BT /F1 12 Tf 72 712 Td (bomb word here) Tj ET\n"
 	return FlatePDF(t, []byte(strings.Repeat(line, (1<<20)/len("bomb word here")+1)))
+}
+
+// WithPart is the ZIP package pkg with one more entry, name holding
+// content, deflated at the best compression (so that a part of zeros is
+// small on the wire).
+func WithPart(t testing.TB, pkg []byte, name string, content []byte) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	w.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(out, flate.BestCompression)
+	})
+	for _, f := range zr.File {
+		if err := w.Copy(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fw, err := w.Create(name)
+	if err == nil {
+		_, err = fw.Write(content)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
