@@ -517,6 +517,22 @@ func TestASmallPDFHoldingMuchTextIsIngestedInTheBackground(t *testing.T) {
 		t.Fatalf("the bomb is searchable: %+v", hits)
 	}
 
+	// So is a PDF with little text whose page draws millions of lines:
+	// drawing takes parsing time too.
+	chart := docparsetest.FlatePDF(t, []byte("BT /F1 12 Tf 72 712 Td (tidal chart soundings) Tj ET\n"+strings.Repeat("0 0 m 1 1 l S\n", 1<<20)))
+	if int64(len(chart)) > config.Default().Knowledge.Ingest.BackgroundBytes {
+		t.Fatalf("chart.pdf is %d bytes; the test wants a file under background_bytes", len(chart))
+	}
+	if code := h.uploadFile("chart.pdf", chart, &doc); code != http.StatusAccepted {
+		t.Fatalf("chart upload: %d %+v; want 202", code, doc)
+	}
+	if ready := h.waitDocument(doc.ID, hasStatus("ready")); ready.Chunks == 0 {
+		t.Fatalf("ready chart = %+v", ready)
+	}
+	if _, ok := h.hitOf("chart soundings", doc.ID); !ok {
+		t.Fatal("the chart ingested in the background is not found")
+	}
+
 	// A PDF with little text is still answered at once.
 	if code := h.uploadFile("cove.pdf", docparsetest.PDF(t, "A cove is a small sheltered bay."), &doc); code != http.StatusCreated {
 		t.Fatalf("a small PDF: %d, want 201", code)

@@ -36,7 +36,8 @@ var (
 	// the text read: Options.MaxTextBytes), or one of its XML parts is
 	// compressed like a zip bomb (more than 500 times).
 	ErrTooLarge = errors.New("the file unpacks to more than the allowed size")
-	// ErrTextLimit: the text read passed Options.MaxTextBytes. It is an
+	// ErrTextLimit: the text read passed Options.MaxTextBytes (or a PDF's
+	// operators opsPerTextByte times that). It is an
 	// ErrTooLarge; a caller that set a lower limit than it accepts in the
 	// end (to answer a request soon) tells it from the other limits.
 	ErrTextLimit = fmt.Errorf("%w: more text than Options.MaxTextBytes", ErrTooLarge)
@@ -74,7 +75,9 @@ type Options struct {
 	// (a spreadsheet's cell slots and separators count too; a CSV's text
 	// is the file itself, bounded by its size): a parse
 	// stops with ErrTextLimit as soon as it passes it, so a small file that
-	// unpacks to gigabytes is refused before it is held in memory;
+	// unpacks to gigabytes is refused before it is held in memory. A
+	// PDF's pages may also run opsPerTextByte drawing operators per byte
+	// of it (drawing shows no text, but takes time to parse);
 	// 0 = DefaultMaxTextBytes.
 	MaxTextBytes int64
 	// Progress, when set, is called after each page (PDF), slide (PPTX)
@@ -102,11 +105,21 @@ func (o Options) budget() *textBudget {
 	if max <= 0 {
 		max = DefaultMaxTextBytes
 	}
-	return &textBudget{max: max, left: max}
+	return &textBudget{max: max, left: max, opsLeft: opsPerTextByte * max}
 }
 
-// textBudget counts down the text a parse may still read.
-type textBudget struct{ max, left int64 }
+// opsPerTextByte is how many PDF content-stream operators a parse may run
+// per byte of its text budget. Drawing costs parsing time but shows no
+// text: a page of a million path operators holds no character to count.
+// Real pages run a few hundred to a few thousand operators each; at the
+// default budget the bound is far beyond any document, and a request
+// answered at once (a budget of background_bytes) hands a file drawing
+// more than a couple of million to the background workers.
+const opsPerTextByte = 8
+
+// textBudget counts down the text a parse may still read, and the PDF
+// operators it may still run.
+type textBudget struct{ max, left, opsLeft int64 }
 
 // spend takes n bytes of text from the budget; past it, the parse stops
 // with ErrTooLarge.
@@ -114,6 +127,16 @@ func (b *textBudget) spend(n int) error {
 	b.left -= int64(n)
 	if b.left < 0 {
 		return failf(ErrTextLimit, "the file holds more than %s of text, the limit (a decompression bomb?)", sizeText(b.max))
+	}
+	return nil
+}
+
+// op takes one PDF operator from the budget; past it, the parse stops
+// with ErrTextLimit.
+func (b *textBudget) op() error {
+	b.opsLeft--
+	if b.opsLeft < 0 {
+		return failf(ErrTextLimit, "the file's pages run more than %d drawing operations, the limit (a decompression bomb?)", opsPerTextByte*b.max)
 	}
 	return nil
 }

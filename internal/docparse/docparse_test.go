@@ -627,3 +627,20 @@ func TestAPartReadUnderAnotherNameIsCheckedAsAZipBomb(t *testing.T) {
 		t.Fatalf("Parse = %v; want ErrTooLarge naming slide1.bin", err)
 	}
 }
+
+// Drawing shows no text but takes time to parse: a PDF's operators are
+// bounded with its text (8 per byte of MaxTextBytes), so that a request
+// answered at once can hand a page of millions of path operators to the
+// background.
+func TestAPDFsDrawingOperatorsAreBoundedWithItsText(t *testing.T) {
+	t.Parallel()
+	content := "BT /F1 12 Tf 72 712 Td (harbour chart) Tj ET\n" + strings.Repeat("0 0 m 1 1 l S\n", 4000)
+	data := docparsetest.FlatePDF(t, []byte(content))
+	_, err := docparse.Parse(context.Background(), "chart.pdf", data, docparse.Options{MaxTextBytes: 1 << 10})
+	if !errors.Is(err, docparse.ErrTextLimit) || !strings.Contains(err.Error(), "more than 8192 drawing operations") {
+		t.Fatalf("err = %v; want ErrTextLimit naming 8192 drawing operations", err)
+	}
+	if doc, err := docparse.Parse(context.Background(), "chart.pdf", data, docparse.Options{}); err != nil || !strings.Contains(doc.Text(), "harbour chart") {
+		t.Fatalf("under the default limit: %v", err)
+	}
+}

@@ -110,6 +110,9 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 		tm = tlm
 	}
 	pdf.Interpret(strm, func(stk *pdf.Stack, op string) {
+		if err := w.budget.op(); err != nil {
+			panic(overBudget{err})
+		}
 		n := stk.Len()
 		args := make([]pdf.Value, n)
 		for i := n - 1; i >= 0; i-- {
