@@ -36,28 +36,41 @@ func (r *reporter) bar(path string) *progressBar {
 	return &progressBar{r: r, name: terminalSafe(filepath.Base(path))}
 }
 
-// terminalSafe shows s's control and format characters as Go escapes
-// (\x1b, \n, \u202e): file names and the reasons read from files are
-// not ours, and an escape sequence or a line break in one would recolour
-// or retitle the terminal, or forge a line of the log.
+// terminalSafe shows s's control characters, its format characters
+// that reorder or hide text (bidirectional overrides, U+202E) and its
+// invalid bytes as Go escapes (\x1b, \n, \u202e, \xff): file names and
+// the reasons read from files are not ours, and an escape sequence or a
+// line break in one would recolour or retitle the terminal, or forge a
+// line of the log. The joiners and emoji tags real names are written with
+// (می‌خواهم, 👨‍👩‍👧, a subdivision flag) are kept.
 func terminalSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if unsafeRune(r) {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
-			continue
+		default:
+			b.WriteString(s[i : i+size])
 		}
-		b.WriteRune(r)
+		i += size
 	}
 	return b.String()
 }
 
 func unsafeRune(r rune) bool {
-	return r == utf8.RuneError || unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+	switch {
+	case r == '\u200c' || r == '\u200d', // zero-width non-joiner and joiner
+		r >= 0xE0020 && r <= 0xE007F: // emoji tag characters
+		return false
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // progressBar redraws one terminal line, at most every redrawEvery.

@@ -19,12 +19,13 @@ type inputLimits struct{ text, file int64 }
 // the two: its content decides what it is, and the service then holds it
 // to its own limit.
 func (l inputLimits) forName(name string) (int64, string) {
+	name = knowledge.UploadName(name) // "report.pdf." is a PDF, as an upload's name
 	switch {
 	case knowledge.IsFile(name):
 		return l.file, "knowledge.max_file_bytes"
-	case path.Ext(knowledge.UploadName(name)) == "" && (l.file == 0 || l.text == 0):
+	case path.Ext(name) == "" && (l.file == 0 || l.text == 0):
 		return 0, ""
-	case path.Ext(knowledge.UploadName(name)) == "" && l.file > l.text:
+	case path.Ext(name) == "" && l.file > l.text:
 		return l.file, "knowledge.max_file_bytes"
 	}
 	return l.text, "knowledge.max_upload_bytes"

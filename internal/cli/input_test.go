@@ -49,4 +49,14 @@ func TestIngestShowsAFileNamesControlCharactersAsEscapes(t *testing.T) {
 	if b := r.bar(name); b.name != `x\x1b[31mRED\x1b[0m\x1b]0;pwned\a\u202e.md` {
 		t.Errorf("bar name %q", b.name)
 	}
+	// Names written with joiners, emoji sequences or in other scripts are
+	// shown as they are; an invalid byte as its escape.
+	for _, name := range []string{"می\u200cخواهم.md", "क्\u200dष.md", "👨\u200d👩\u200d👧.md", "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f.md", "知识库.md", "שלום.md"} {
+		if got := terminalSafe(name); got != name {
+			t.Errorf("terminalSafe(%q) = %q; want it unchanged", name, got)
+		}
+	}
+	if got := terminalSafe("a\xffb\xfe.md"); got != `a\xffb\xfe.md` {
+		t.Errorf("invalid bytes shown as %q", got)
+	}
 }
