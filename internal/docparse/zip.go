@@ -102,22 +102,20 @@ func checkPart(f *zip.File) error {
 	return nil
 }
 
-// xmlOnly is the package as a ZIP of its XML parts alone, their compressed
-// bytes copied as they are (nothing is inflated); the package's own bytes
-// when it holds nothing else. excelize holds every part of a workbook in
-// memory, media and embedded objects too, which reading cells never
-// needs: a 250 KB workbook "holding" a 240 MB image of zeros took 750 MB.
-func (p *pkg) xmlOnly(data []byte) ([]byte, error) {
-	if !slices.ContainsFunc(p.names, func(name string) bool { return !isXMLPart(name) }) {
+// only is the package as a ZIP of the parts keep accepts, their
+// compressed bytes copied as they are (nothing is inflated); the
+// package's own bytes when keep accepts every part.
+func (p *pkg) only(data []byte, keep func(name string) bool) ([]byte, error) {
+	if !slices.ContainsFunc(p.names, func(name string) bool { return !keep(name) }) {
 		return data, nil
 	}
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
 	for _, name := range p.names {
-		f := p.files[name]
-		if !isXMLPart(name) {
+		if !keep(name) {
 			continue
 		}
+		f := p.files[name]
 		raw, err := f.OpenRaw()
 		if err != nil {
 			return nil, failf(ErrCorrupt, "the file is damaged: cannot open %s (%v)", name, err)
@@ -190,12 +188,9 @@ func (p *pkg) read(name string) ([]byte, error) {
 	return data, nil
 }
 
-// verify unpacks an XML part into nothing, to find a corrupt or lying one
+// verify unpacks a part into nothing, to find a corrupt or lying one
 // before a reader that does not check is given the package.
 func (p *pkg) verify(name string) error {
-	if !isXMLPart(name) {
-		return nil
-	}
 	rc, err := p.open(name)
 	if err != nil || rc == nil {
 		return err
@@ -236,6 +231,22 @@ func (r *entryReader) Close() error { return r.rc.Close() }
 
 // rels reads the relationships of a part: id → target part name.
 func (p *pkg) rels(part string) (map[string]string, error) {
+	rels, err := p.relations(part)
+	out := make(map[string]string, len(rels))
+	for _, r := range rels {
+		out[r.id] = r.target
+	}
+	return out, err
+}
+
+// relation is one internal relationship of a part.
+type relation struct {
+	id, target, kind string // kind: the relationship type's last path element ("worksheet")
+}
+
+// relations reads the internal relationships of a part (of the package
+// itself for part ""), their targets resolved to part names.
+func (p *pkg) relations(part string) ([]relation, error) {
 	dir, file := path.Split(part)
 	data, err := p.read(dir + "_rels/" + file + ".rels")
 	if err != nil || data == nil {
@@ -246,12 +257,13 @@ func (p *pkg) rels(part string) (map[string]string, error) {
 			ID     string `xml:"Id,attr"`
 			Target string `xml:"Target,attr"`
 			Mode   string `xml:"TargetMode,attr"`
+			Type   string `xml:"Type,attr"`
 		} `xml:"Relationship"`
 	}
 	if err := unmarshalXML(data, &doc); err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(doc.Rels))
+	out := make([]relation, 0, len(doc.Rels))
 	for _, r := range doc.Rels {
 		if r.Mode == "External" {
 			continue
@@ -262,7 +274,7 @@ func (p *pkg) rels(part string) (map[string]string, error) {
 		} else {
 			target = path.Join(dir, target)
 		}
-		out[r.ID] = target
+		out = append(out, relation{id: r.ID, target: target, kind: path.Base(r.Type)})
 	}
 	return out, nil
 }

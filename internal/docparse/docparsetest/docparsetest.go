@@ -15,6 +15,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"path"
 	"strings"
 	"testing"
 
@@ -307,4 +308,36 @@ func WithPart(t testing.TB, pkg []byte, name string, content []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// RenamePart is the package pkg with its part from renamed to to, and the
+// relationships and content types that name it (by its base name) changed
+// to match: a valid package whose part has an unusual name.
+func RenamePart(t testing.TB, pkg []byte, from, to string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [][2]string
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, text := f.Name, string(b)
+		switch {
+		case name == from:
+			name = to
+		case strings.HasSuffix(name, ".rels") || name == "[Content_Types].xml":
+			text = strings.ReplaceAll(text, path.Base(from), path.Base(to))
+		}
+		parts = append(parts, [2]string{name, text})
+	}
+	return Zip(t, parts...)
 }
