@@ -7,7 +7,6 @@ import (
 
 	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/unicode/norm"
-	"golang.org/x/text/width"
 )
 
 // Keyword search indexes terms, not raw text, because full-text tokenisers
@@ -33,8 +32,10 @@ import (
 // Version 1: Snowball stems, Chinese runs joined across line wraps.
 // Version 2: characters of unspaced scripts besides their bigrams, and
 // each document's lead (see Lead) in the title field.
-// Version 3: full-width Latin letters and digits folded to ASCII.
-const TermsVersion = 3
+// Version 3: full-width Latin letters and digits folded to ASCII (with
+// x/text/width's Fold, which also rewrote half-width katakana marks).
+// Version 4: that fold kept to full-width letters and digits.
+const TermsVersion = 4
 
 // maxQueryTerms bounds the terms one query searches for: a pasted page
 // must not become a thousand-term OR.
@@ -109,9 +110,7 @@ func forEachTerm(text string, characters bool, yield func(string) bool) {
 		}
 		w := strings.ToLower(word.String())
 		if !isASCII(w) {
-			// Full-width Latin letters and digits, as Chinese and Japanese
-			// input methods type them (ＰＤＦ, Ｖ２), are the ASCII ones.
-			w = width.Fold.String(w)
+			w = narrowLatin(w)
 		}
 		t := stem(w)
 		word.Reset()
@@ -163,6 +162,20 @@ func forEachTerm(text string, characters bool, yield func(string) bool) {
 		i += size
 	}
 	flushWord()
+}
+
+// narrowLatin folds the full-width forms of ASCII letters and digits
+// (U+FF10–U+FF5A), as Chinese and Japanese input methods type them
+// (ＰＤＦ, Ｖ２), to ASCII; nothing else changes (golang.org/x/text/width's
+// Fold also rewrites half-width katakana and its sound marks, which are
+// another matter).
+func narrowLatin(w string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '０' && r <= 'ｚ' {
+			return r - ('０' - '0')
+		}
+		return r
+	}, w)
 }
 
 // yieldBigrams yields each character of run (n base characters, each

@@ -78,6 +78,7 @@ func TestTerms(t *testing.T) {
 		{"utf8 x86", []string{"utf8", "x86"}},
 		{"支持ＰＤＦ，Ｖ２", []string{"支", "支持", "持", "pdf", "v2"}}, // full width
 		{"ｚｅｂｒａｆｉｓｈ Ｒｅｔｕｒｎｓ", []string{"zebrafish", "return"}},
+		{"ｶｰﾄﾞ", []string{"ｶ", "ｰ", "ﾄ", "ﾞ"}},                             // half-width katakana: not folded
 		{"文件系\n统", []string{"文", "文件", "件", "件系", "系", "系统", "统"}},         // a line wrap inside a word
 		{"称为   分区", []string{"称", "称为", "为", "为分", "分", "分区", "区"}},        // justification spaces
 		{"文件\n\n系统", []string{"文", "文件", "件", "系", "系统", "统"}},             // a paragraph break is no wrap
