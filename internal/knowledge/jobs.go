@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chatpipe/chatpipe/internal/docparse"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/chatpipe/chatpipe/internal/docparse"
 )
 
 // ErrBusy: the background queue is full; the upload was not stored and
@@ -70,12 +73,14 @@ func (bg *background) enqueue(id string) {
 	bg.queue <- id
 }
 
-// holds reports whether id is queued or running here.
-func (bg *background) holds(id string) bool {
+// heldIDs are the documents queued or running here, which a claim of
+// stale ones leaves alone: one whose heartbeat could not be written (a
+// database under strain) is still ours, not to be queued twice and have
+// an attempt counted for a stop that never happened.
+func (bg *background) heldIDs() []string {
 	bg.mu.Lock()
 	defer bg.mu.Unlock()
-	_, ok := bg.held[id]
-	return ok
+	return slices.Collect(maps.Keys(bg.held))
 }
 
 // drop forgets id: its job ended (or was never run, the service stopping).
@@ -502,16 +507,11 @@ func (s *Service) claimStale() {
 	if free <= 0 {
 		return
 	}
-	docs, err := s.store.ClaimStale(bg.ctx, time.Now().Add(-bg.staleAfter), free)
+	docs, err := s.store.ClaimStale(bg.ctx, time.Now().Add(-bg.staleAfter), free, bg.heldIDs())
 	if err != nil && bg.ctx.Err() == nil {
 		s.log.Warn("background ingest: claim stale documents", zap.Error(err))
 	}
 	for _, d := range docs {
-		if bg.holds(d.ID) {
-			// Ours, queued or running, gone quiet in the store (its
-			// heartbeat could not be written): the claim renewed it.
-			continue
-		}
 		select {
 		case bg.slots <- struct{}{}:
 			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))

@@ -1,11 +1,13 @@
 package knowledge_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,6 +316,80 @@ func TestAQueuedDocumentIsKeptAliveNotClaimedAgain(t *testing.T) {
 	for _, id := range []string{running.ID, queued.ID, third.ID} {
 		if d := waitFor(t, svc, id, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); d.Status != knowledge.StatusReady {
 			t.Errorf("document %s ended %s: %s", id, d.Status, d.Error)
+		}
+	}
+}
+
+// quietStore is a store whose heartbeats (progress writes) fail while
+// quiet is set: a database under strain.
+type quietStore struct {
+	knowledge.Store
+	quiet atomic.Bool
+}
+
+func (s *quietStore) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+	if s.quiet.Load() {
+		return errors.New("database is locked")
+	}
+	return s.Store.UpdateProgress(ctx, id, p)
+}
+
+// A document of this process whose heartbeat could not be written goes
+// stale in the store, but is still this process's: its own claims leave
+// it alone (no attempt counted, no second place in the queue).
+func TestADocumentWhoseHeartbeatFailedIsNotClaimedByItsOwnServer(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	inner, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chatpipe.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &quietStore{Store: inner}
+	cfg := testConfig()
+	cfg.EmbedBatchSize = 2
+	const staleAfter = 60 * time.Millisecond
+	cfg.Ingest = knowledge.IngestOptions{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
+	emb, err := knowledge.NewEmbedder(knowledge.EmbeddingOptions{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed",
+		APIKey: "sk-test", Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := knowledge.NewService(store, emb, cfg, nil)
+	svc.StartBackground()
+	defer svc.Close()
+
+	running, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, running.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+	queued, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("basilisk"), Source: "basilisk.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.quiet.Store(true)
+	time.Sleep(15 * staleAfter)
+	store.quiet.Store(false)
+	for _, d := range []knowledge.Document{running, queued} {
+		if got, err := svc.Document(t.Context(), knowledge.DefaultTenant, d.ID); err != nil || got.Attempts != d.Attempts {
+			t.Errorf("document %s after its heartbeats failed: %+v, %v; want attempts still %d", d.ID, got, err, d.Attempts)
+		}
+	}
+	if _, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("cassowary"), Source: "cassowary.md"}); err != nil {
+		t.Errorf("an upload with a slot free: %v", err)
+	}
+	close(gate)
+	for _, d := range []knowledge.Document{running, queued} {
+		if got := waitFor(t, svc, d.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); got.Status != knowledge.StatusReady {
+			t.Errorf("document %s ended %s: %s", d.ID, got.Status, got.Error)
 		}
 	}
 }

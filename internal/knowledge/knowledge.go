@@ -227,8 +227,9 @@ type Store interface {
 	// whose progress was last recorded before before, counting an attempt
 	// for each, zeroing its progress (the ingest starts over) and
 	// recording it as alive now, so that no other caller
-	// claims it until it goes stale again.
-	ClaimStale(ctx context.Context, before time.Time, limit int) ([]Document, error)
+	// claims it until it goes stale again. The documents in except (the
+	// caller's own, queued or running) are never claimed.
+	ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]Document, error)
 	// Version changes on every add and delete, of any tenant, and never
 	// repeats for one store; compare it for equality only (a response
 	// cache keys on it).

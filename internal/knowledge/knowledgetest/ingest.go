@@ -201,7 +201,7 @@ var ingestTests = []test{
 		if err := s.FailDocument(t.Context(), "p3", "broken", ""); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(got) != 0 {
+		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil); err != nil || len(got) != 0 {
 			t.Fatalf("ClaimStale of fresh ingests = %+v, %v; want none", got, err)
 		}
 		if err := s.UpdateProgress(t.Context(), "p2", knowledge.Progress{ChunksTotal: 9}); err != nil {
@@ -210,21 +210,25 @@ var ingestTests = []test{
 		if err := s.ReleaseDocument(t.Context(), "p2"); err != nil {
 			t.Fatalf("ReleaseDocument: %v", err)
 		}
-		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10)
+		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil)
 		if err != nil || len(got) != 1 || got[0].ID != "p2" || got[0].Attempts != 1 || got[0].Status != knowledge.StatusProcessing ||
 			got[0].Progress != (knowledge.Progress{}) {
 			t.Fatalf("ClaimStale after releasing p2 = %+v, %v; want p2 at attempt 1 (a release gives its attempt back), its progress zeroed", got, err)
 		}
-		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10); err != nil || len(again) != 0 {
+		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil); err != nil || len(again) != 0 {
 			t.Errorf("ClaimStale again = %+v, %v; a claim is alive until it goes quiet", again, err)
+		}
+		// The caller's own documents are never claimed.
+		if got, err := s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10, []string{"p1", "p2"}); err != nil || len(got) != 0 {
+			t.Errorf("ClaimStale except p1 and p2 = %+v, %v; want none", got, err)
 		}
 		// Everything processing is stale by a cut-off in the future; the
 		// failed one never is, and the limit holds.
-		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 1)
+		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 1, nil)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("ClaimStale(limit 1) = %+v, %v", got, err)
 		}
-		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10)
+		got, err = s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10, nil)
 		ids := make([]string, len(got))
 		for i, d := range got {
 			ids[i] = d.ID

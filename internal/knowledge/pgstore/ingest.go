@@ -194,15 +194,16 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 // ClaimStale claims the processing documents whose ingest went quiet;
 // their progress starts again from nothing. SKIP
 // LOCKED: two replicas claiming at once take different documents.
-func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int) ([]knowledge.Document, error) {
+func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]knowledge.Document, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
 			chunks_embedded = 0, chunks_written = 0, alive_at = $1
 		WHERE document_id IN (SELECT document_id FROM knowledge_ingest
-		                      WHERE status = 'processing' AND alive_at < $2 ORDER BY alive_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING document_id`, s.clock.Now(), before, limit)
+		                      WHERE status = 'processing' AND alive_at < $2 AND document_id <> ALL($4::text[])
+		                      ORDER BY alive_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING document_id`, s.clock.Now(), before, limit, append([]string{}, except...))
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: claim stale ingests: %w", err)
 	}

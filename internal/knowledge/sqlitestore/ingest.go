@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -197,17 +198,23 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 
 // ClaimStale claims the processing documents whose ingest went quiet;
 // their progress starts again from nothing.
-func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int) ([]knowledge.Document, error) {
+func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]knowledge.Document, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
+	exceptJSON, err := json.Marshal(append([]string{}, except...))
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
-	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
+	err = s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
 		rows, err := tx.QueryContext(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
 			chunks_embedded = 0, chunks_written = 0, alive_at = ?
 			WHERE document_id IN (SELECT document_id FROM knowledge_ingest
-			                      WHERE status = 'processing' AND alive_at < ? ORDER BY alive_at LIMIT ?)
-			RETURNING document_id`, sqlitedb.FormatTime(now), sqlitedb.FormatTime(before), limit)
+			                      WHERE status = 'processing' AND alive_at < ?
+			                        AND document_id NOT IN (SELECT value FROM json_each(?))
+			                      ORDER BY alive_at LIMIT ?)
+			RETURNING document_id`, sqlitedb.FormatTime(now), sqlitedb.FormatTime(before), string(exceptJSON), limit)
 		if err != nil {
 			return 0, err
 		}
