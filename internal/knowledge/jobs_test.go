@@ -28,6 +28,12 @@ func backgroundService(t *testing.T, path string, srv *knowledgetest.EmbeddingSe
 	if err != nil {
 		t.Fatal(err)
 	}
+	return backgroundServiceOver(t, store, srv, staleAfter)
+}
+
+// backgroundServiceOver is backgroundService over store.
+func backgroundServiceOver(t *testing.T, store knowledge.Store, srv *knowledgetest.EmbeddingServer, staleAfter time.Duration) *knowledge.Service {
+	t.Helper()
 	cfg := testConfig()
 	cfg.EmbedBatchSize = 2
 	cfg.Ingest = knowledge.IngestOptions{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
@@ -274,6 +280,23 @@ func TestADeleteOnAnotherReplicaStopsTheIngestAtTheNextHeartbeat(t *testing.T) {
 	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
 }
 
+// runningAndQueued uploads two documents to svc (one worker, three
+// slots, its embeddings held): the first runs, held at its embeddings, the
+// second waits in the queue, one slot stays free.
+func runningAndQueued(t *testing.T, svc *knowledge.Service) (running, queued knowledge.Document) {
+	t.Helper()
+	running, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, svc, running.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
+	queued, err = svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("basilisk"), Source: "basilisk.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return running, queued
+}
+
 // A document waiting in this process's queue longer than stale_after is
 // no leftover of a stopped process: the janitor keeps it alive, so it is
 // neither claimed again (an attempt counted, a second slot taken) nor, in
@@ -292,17 +315,7 @@ func TestAQueuedDocumentIsKeptAliveNotClaimedAgain(t *testing.T) {
 			close(gate)
 		}
 	}()
-	// One worker and three slots: the first document runs (held at its
-	// embeddings), the second waits in the queue, one slot is free.
-	running, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, svc, running.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
-	queued, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("basilisk"), Source: "basilisk.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	running, queued := runningAndQueued(t, svc)
 	time.Sleep(15 * staleAfter) // long past stale_after, max_attempts (3) times over
 	if d, err := svc.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Status != knowledge.StatusProcessing || d.Attempts != queued.Attempts {
 		t.Errorf("the queued document after waiting: %+v, %v; want processing, attempts still %d", d, err, queued.Attempts)
@@ -353,28 +366,11 @@ func TestADocumentWhoseHeartbeatFailedIsNotClaimedByItsOwnServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &quietStore{Store: inner}
-	cfg := testConfig()
-	cfg.EmbedBatchSize = 2
 	const staleAfter = 60 * time.Millisecond
-	cfg.Ingest = knowledge.IngestOptions{Workers: 1, Queue: 2, StaleAfter: staleAfter, MaxAttempts: 3}
-	emb, err := knowledge.NewEmbedder(knowledge.EmbeddingOptions{Provider: "openai", BaseURL: srv.BaseURL(), Model: "hash-embed",
-		APIKey: "sk-test", Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := knowledge.NewService(store, emb, cfg, nil)
-	svc.StartBackground()
+	svc := backgroundServiceOver(t, store, srv, staleAfter)
 	defer svc.Close()
 
-	running, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, svc, running.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
-	queued, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("basilisk"), Source: "basilisk.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	running, queued := runningAndQueued(t, svc)
 	store.quiet.Store(true)
 	time.Sleep(15 * staleAfter)
 	store.quiet.Store(false)
