@@ -41,33 +41,39 @@ func (r *reporter) bar(path string) *progressBar {
 // invalid bytes as Go escapes (\x1b, \n, \u202e, \xff): file names and
 // the reasons read from files are not ours, and an escape sequence or a
 // line break in one would recolour or retitle the terminal, or forge a
-// line of the log. The joiners and emoji tags real names are written with
-// (می‌خواهم, 👨‍👩‍👧, a subdivision flag) are kept.
+// line of the log. The joiners real names are written with (می‌خواهم,
+// 👨‍👩‍👧) and the tags of a subdivision flag are kept.
 func terminalSafe(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	var b strings.Builder
+	flag := false // inside a subdivision flag: 🏴 and its tags
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		tag := r >= 0xE0020 && r <= 0xE007F
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case tag && flag:
+			b.WriteString(s[i : i+size])
 		case unsafeRune(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
 			b.WriteString(s[i : i+size])
 		}
+		flag = r == '🏴' || (flag && tag && r != 0xE007F)
 		i += size
 	}
 	return b.String()
 }
 
+// unsafeRune reports whether r is shown escaped: a control or format
+// character (emoji tags too: invisible, they can hide text, and are kept
+// only in a flag), except the joiners real names are written with.
 func unsafeRune(r rune) bool {
-	switch {
-	case r == '\u200c' || r == '\u200d', // zero-width non-joiner and joiner
-		r >= 0xE0020 && r <= 0xE007F: // emoji tag characters
+	if r == '\u200c' || r == '\u200d' { // zero-width non-joiner and joiner
 		return false
 	}
 	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)

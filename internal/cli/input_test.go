@@ -59,4 +59,19 @@ func TestIngestShowsAFileNamesControlCharactersAsEscapes(t *testing.T) {
 	if got := terminalSafe("a\xffb\xfe.md"); got != `a\xffb\xfe.md` {
 		t.Errorf("invalid bytes shown as %q", got)
 	}
+	// Emoji tags outside a flag are invisible text: shown.
+	if got := terminalSafe("report.md\U000e0072\U000e006d"); got != `report.md\U000e0072\U000e006d` {
+		t.Errorf("hidden tags shown as %q", got)
+	}
+}
+
+// The limit for a file goes by the name an upload would see: "report.pdf."
+// is a PDF, held to max_file_bytes.
+func TestInputLimitsGoByTheUploadName(t *testing.T) {
+	limits := inputLimits{text: 10, file: 1000}
+	for name, want := range map[string]int64{"report.pdf.": 1000, "report.pdf ": 1000, "notes.md": 10, "notes": 1000} {
+		if got, _ := limits.forName(name); got != want {
+			t.Errorf("forName(%q) = %d, want %d", name, got, want)
+		}
+	}
 }

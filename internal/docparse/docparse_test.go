@@ -659,3 +659,15 @@ func TestAPDFsDrawingOperatorsAreBoundedWithItsText(t *testing.T) {
 		t.Fatalf("under the default limit: %v", err)
 	}
 }
+
+// A package naming one part twice is refused: what the checks read and
+// what a reader takes could be different copies (a bomb first, a small
+// sheet last).
+func TestAPackageWithAPartTwiceIsRefused(t *testing.T) {
+	book := docparsetest.XLSX(t, docparsetest.Sheet{Name: "Fleet", Rows: [][]any{{"Ship", "Port"}, {"Kestrel", "Brest"}}})
+	data := docparsetest.WithPart(t, book, "xl/worksheets/sheet1.xml", []byte("<worksheet/>"))
+	_, err := docparse.Parse(context.Background(), "fleet.xlsx", data, docparse.Options{})
+	if !errors.Is(err, docparse.ErrCorrupt) || !strings.Contains(err.Error(), "xl/worksheets/sheet1.xml twice") {
+		t.Fatalf("Parse = %v; want ErrCorrupt naming the part held twice", err)
+	}
+}

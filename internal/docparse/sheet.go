@@ -37,6 +37,11 @@ func parseXLSX(ctx context.Context, data []byte, opts Options) (*Document, error
 	// given the XML parts and the parts the workbook reads cells from
 	// (sheets, shared strings, styles), whatever their names, alone.
 	cells, err := p.cellParts()
+	if err != nil && !errors.Is(err, ErrTooLarge) {
+		// Relationships we cannot read (an encoding other than UTF-8)
+		// excelize may: the XML parts alone, sheets named as usual.
+		cells, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +280,8 @@ func (p *pkg) cellParts() (map[string]bool, error) {
 	}
 	for _, r := range root {
 		if r.kind == "officeDocument" {
-			workbook = r.target
+			workbook = r.target // the first, as excelize takes
+			break
 		}
 	}
 	rels, err := p.relations(workbook)

@@ -45,6 +45,11 @@ func openPackage(data []byte, opts Options) (*pkg, error) {
 	}
 	p := &pkg{files: make(map[string]*zip.File, len(zr.File))}
 	for _, f := range zr.File {
+		// A valid package names each part once; with two entries of one
+		// name, what we check and what another reader reads may differ.
+		if p.files[f.Name] != nil {
+			return nil, failf(ErrCorrupt, "the file is damaged: it holds the part %s twice", f.Name)
+		}
 		p.files[f.Name] = f
 		p.names = append(p.names, f.Name)
 	}

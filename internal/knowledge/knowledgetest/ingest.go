@@ -242,6 +242,10 @@ var ingestTests = []test{
 		if d, err := s.Document(t.Context(), "p2"); err != nil || d.Attempts != 2 {
 			t.Errorf("p2 after a claim that was never released: %+v, %v; want attempt 2", d, err)
 		}
+		// Only the documents in except are left alone.
+		if got, err := s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10, []string{"p1"}); err != nil || len(got) != 1 || got[0].ID != "p2" {
+			t.Errorf("ClaimStale except p1 = %+v, %v; want p2", got, err)
+		}
 	}},
 
 	{"AddedByIsTheUploaderOfASharedDocument", func(t *testing.T, s knowledge.Store) {
