@@ -297,7 +297,8 @@ func (s *Service) fileDuplicate(ctx context.Context, tenantID, hash string) (Doc
 // other err comes back as it is.
 func (s *Service) lostFileRace(ctx context.Context, tenantID, hash string, err error) (Document, error) {
 	if errors.Is(err, ErrAlreadyExists) && hash != "" {
-		if existing, ferr := s.fileDuplicate(ctx, tenantID, hash); ferr == nil && existing.ID != "" {
+		// fileDuplicate answers a stored copy with ErrDuplicate.
+		if existing, ferr := s.fileDuplicate(ctx, tenantID, hash); errors.Is(ferr, ErrDuplicate) {
 			return existing, ErrDuplicate
 		}
 	}
@@ -372,7 +373,11 @@ func (s *Service) runJob(id string) {
 		return // deleted, or taken by another process meanwhile (or stopping: above)
 	}
 	if doc.Attempts > bg.maxAttempts {
-		s.fail(id, fmt.Sprintf("The server stopped %d times while ingesting this document; upload it again.", doc.Attempts-1))
+		times := fmt.Sprintf("%d times", doc.Attempts-1)
+		if doc.Attempts-1 == 1 {
+			times = "once"
+		}
+		s.fail(id, "The server stopped "+times+" while ingesting this document; upload it again.")
 		return
 	}
 	upload, err := s.store.Upload(ctx, id)
@@ -484,12 +489,21 @@ func (s *Service) janitor() {
 		}
 		bg.mu.Unlock()
 		for id, p := range alive {
-			switch err := s.store.UpdateProgress(bg.ctx, id, p); {
+			// Each heartbeat waits a third of stale_after at most: a
+			// document being finished holds its row locked for as long as
+			// its chunks take to write (PostgreSQL), and the documents
+			// queued behind it must not go stale waiting for it.
+			ctx, cancel := context.WithTimeout(bg.ctx, bg.staleAfter/3)
+			err := s.store.UpdateProgress(ctx, id, p)
+			cancel()
+			switch {
 			case errors.Is(err, ErrNotFound):
 				// Deleted (maybe on another replica) while its ingest
 				// waits, say on an embedding call: stop it. (Finished
 				// just now, it has nothing left to stop.)
 				bg.stop(id)
+			case errors.Is(err, context.DeadlineExceeded) && bg.ctx.Err() == nil:
+				s.log.Debug("background ingest: heartbeat waited too long (the document is being written?)", zap.String("document_id", id))
 			case err != nil && bg.ctx.Err() == nil:
 				s.log.Warn("background ingest: heartbeat", zap.String("document_id", id), zap.Error(err))
 			}

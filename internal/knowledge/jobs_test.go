@@ -389,3 +389,93 @@ func TestADocumentWhoseHeartbeatFailedIsNotClaimedByItsOwnServer(t *testing.T) {
 		}
 	}
 }
+
+// raceStore misses a file's stored copy on its first look-up, as a
+// replica does when another stores the same file between its look-up and
+// its insert.
+type raceStore struct {
+	knowledge.Store
+	missed atomic.Bool
+}
+
+func (s *raceStore) DocumentByFileHash(ctx context.Context, tenantID, hash string) (knowledge.Document, error) {
+	if s.missed.CompareAndSwap(false, true) {
+		return knowledge.Document{}, knowledge.ErrNotFound
+	}
+	return s.Store.DocumentByFileHash(ctx, tenantID, hash)
+}
+
+// The same file stored by another upload between this one's look-up and
+// its insert is answered as the duplicate it is (it was a 500).
+func TestAFileStoredMeanwhileIsADuplicateNotAnError(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	inner, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chatpipe.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &raceStore{Store: inner}
+	store.missed.Store(true) // the first upload looks up truly
+	svc := backgroundServiceOver(t, store, srv, time.Hour)
+	defer svc.Close()
+	req := knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"}
+	first, err := svc.IngestBackground(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.missed.Store(false)
+	again, err := svc.IngestBackground(t.Context(), req)
+	if !errors.Is(err, knowledge.ErrDuplicate) || again.ID != first.ID {
+		t.Fatalf("the same file again, its copy missed at first = %+v, %v; want %s with ErrDuplicate", again, err, first.ID)
+	}
+}
+
+// stuckStore's progress writes for one document wait until their context
+// ends, as PostgreSQL's do while that document's row is locked by the
+// transaction writing its chunks.
+type stuckStore struct {
+	knowledge.Store
+	stuck atomic.Value // the document id whose writes wait; "" for none
+}
+
+func (s *stuckStore) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+	if id == s.stuck.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Store.UpdateProgress(ctx, id, p)
+}
+
+// A heartbeat that waits (a document being written holds its row) does
+// not hold up the others: the documents queued behind it stay alive, and
+// another replica does not take them from a live server.
+func TestAHeartbeatThatWaitsDoesNotLetTheQueueGoStale(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	inner, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stuckStore{Store: inner}
+	store.stuck.Store("")
+	const staleAfter = 90 * time.Millisecond
+	a := backgroundServiceOver(t, store, srv, staleAfter)
+	defer a.Close()
+	running, queued := runningAndQueued(t, a)
+	store.stuck.Store(running.ID)
+
+	b := backgroundService(t, path, srv, staleAfter) // another replica
+	defer b.Close()
+	time.Sleep(15 * staleAfter)
+	if d, err := b.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Attempts != queued.Attempts {
+		t.Errorf("the queued document behind a waiting heartbeat: %+v, %v; want attempts still %d (not taken by the other replica)", d, err, queued.Attempts)
+	}
+}
