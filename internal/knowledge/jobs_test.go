@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -280,6 +281,17 @@ func TestADeleteOnAnotherReplicaStopsTheIngestAtTheNextHeartbeat(t *testing.T) {
 	waitFor(t, svc, second.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 })
 }
 
+// heldEmbeddingServer is an embeddings server holding every request until
+// release (safe to call more than once; called at the test's end too).
+func heldEmbeddingServer(t *testing.T) (*knowledgetest.EmbeddingServer, func()) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	gate := make(chan struct{})
+	srv.Hold(gate)
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	return srv, release
+}
+
 // runningAndQueued uploads two documents to svc (one worker, three
 // slots, its embeddings held): the first runs, held at its embeddings, the
 // second waits in the queue, one slot stays free.
@@ -302,19 +314,11 @@ func runningAndQueued(t *testing.T, svc *knowledge.Service) (running, queued kno
 // neither claimed again (an attempt counted, a second slot taken) nor, in
 // the end, failed for stops that never happened.
 func TestAQueuedDocumentIsKeptAliveNotClaimedAgain(t *testing.T) {
-	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
-	gate := make(chan struct{})
-	srv.Hold(gate)
+	srv, release := heldEmbeddingServer(t)
 	const staleAfter = 60 * time.Millisecond
 	svc := backgroundService(t, filepath.Join(t.TempDir(), "chatpipe.db"), srv, staleAfter)
 	defer svc.Close()
-	defer func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	}()
+	defer release()
 	running, queued := runningAndQueued(t, svc)
 	time.Sleep(15 * staleAfter) // long past stale_after, max_attempts (3) times over
 	if d, err := svc.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Status != knowledge.StatusProcessing || d.Attempts != queued.Attempts {
@@ -325,7 +329,7 @@ func TestAQueuedDocumentIsKeptAliveNotClaimedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an upload with a slot free: %v", err)
 	}
-	close(gate)
+	release()
 	for _, id := range []string{running.ID, queued.ID, third.ID} {
 		if d := waitFor(t, svc, id, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); d.Status != knowledge.StatusReady {
 			t.Errorf("document %s ended %s: %s", id, d.Status, d.Error)
@@ -351,16 +355,8 @@ func (s *quietStore) UpdateProgress(ctx context.Context, id string, p knowledge.
 // stale in the store, but is still this process's: its own claims leave
 // it alone (no attempt counted, no second place in the queue).
 func TestADocumentWhoseHeartbeatFailedIsNotClaimedByItsOwnServer(t *testing.T) {
-	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
-	gate := make(chan struct{})
-	srv.Hold(gate)
-	defer func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	}()
+	srv, release := heldEmbeddingServer(t)
+	defer release()
 	inner, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chatpipe.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +378,7 @@ func TestADocumentWhoseHeartbeatFailedIsNotClaimedByItsOwnServer(t *testing.T) {
 	if _, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("cassowary"), Source: "cassowary.md"}); err != nil {
 		t.Errorf("an upload with a slot free: %v", err)
 	}
-	close(gate)
+	release()
 	for _, d := range []knowledge.Document{running, queued} {
 		if got := waitFor(t, svc, d.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); got.Status != knowledge.StatusReady {
 			t.Errorf("document %s ended %s: %s", d.ID, got.Status, got.Error)
@@ -449,16 +445,8 @@ func (s *stuckStore) UpdateProgress(ctx context.Context, id string, p knowledge.
 // not hold up the others: the documents queued behind it stay alive, and
 // another replica does not take them from a live server.
 func TestAHeartbeatThatWaitsDoesNotLetTheQueueGoStale(t *testing.T) {
-	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
-	gate := make(chan struct{})
-	srv.Hold(gate)
-	defer func() {
-		select {
-		case <-gate:
-		default:
-			close(gate)
-		}
-	}()
+	srv, release := heldEmbeddingServer(t)
+	defer release()
 	path := filepath.Join(t.TempDir(), "chatpipe.db")
 	inner, err := sqlitestore.Open(t.Context(), path)
 	if err != nil {
