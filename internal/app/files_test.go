@@ -143,6 +143,28 @@ func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
 	}
 }
 
+func TestFilledFormsTurnedTablesAndPrefixedPDFsAreSearchable(t *testing.T) {
+	h := newHarness(t, ragMode)
+	cases := []struct {
+		what, file string
+		data       []byte
+		phrase     string
+	}{
+		{"a filled form's value", "application.pdf", docparsetest.FormPDF("Applicant name:", "Marguerite Okafor"), "Marguerite Okafor"},
+		{"a table turned 90 degrees", "report.pdf", docparsetest.FlatePDF(t, []byte(
+			"BT /F1 12 Tf 0 1 -1 0 300 100 Tm [(Quar) 20 (terly) -300 (rain) 10 (fall)] TJ ET")), "Quarterly rainfall"},
+		{"a gateway's line before the header", "mailed.pdf",
+			append([]byte("Content-Type: application/pdf\r\n\r\n"), docparsetest.PDF(t, "Lanterns are lit at dusk on the pier.")...),
+			"Lanterns are lit at dusk"},
+	}
+	for _, c := range cases {
+		doc := h.mustUpload(c.file, c.data)
+		if hit, ok := h.hitOf(c.phrase, doc.ID); !ok || !strings.Contains(hit.Content, c.phrase) {
+			t.Errorf("%s: search %q: found %v, hit %+v", c.what, c.phrase, ok, hit)
+		}
+	}
+}
+
 func TestUploadedOfficeFilesKeepHeadingsSlidesAndHeaderRows(t *testing.T) {
 	h := newHarness(t, ragMode)
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -427,6 +428,13 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 		"PDF 2.0 header":                v2,
 		"header comment":                comment,
 		"PDF 2.0 and bytes after %%EOF": append(bytes.Clone(v2), "\x00\x00\x00\n"...),
+		// A gateway's lines before the header, the offsets counted from
+		// the header (the file as written, then prefixed) or from the
+		// start of the file (written after the lines).
+		"lines before the header": append([]byte("Content-Type: application/pdf\r\n\r\n"), base...),
+		"lines before the header, counted": docparsetest.ObjectsPDF("Content-Type: application/pdf\r\n\r\n",
+			onePage(docparsetest.Stream("", "BT /F1 12 Tf 72 712 Td (The gyroscope needs calibration.) Tj ET"), "")...),
+		"PDF 2.0 after a line": append([]byte("Saved by the archive\n"), v2...),
 	} {
 		doc, err := docparse.Parse(context.Background(), "manual.pdf", data, docparse.Options{})
 		if err != nil || !strings.Contains(doc.Text(), "gyroscope") {
@@ -438,6 +446,72 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 	cut := append(bytes.Clone(base), "\n99 0 obj\n<< /Length 500 >>\nstream\nBT /F1 12 Tf (half of an upd"...)
 	if _, err := docparse.Parse(context.Background(), "manual.pdf", cut, docparse.Options{}); !errors.Is(err, docparse.ErrCorrupt) {
 		t.Errorf("an update cut short: %v; want ErrCorrupt", err)
+	}
+}
+
+// onePage is the objects of a one-page PDF (for docparsetest.ObjectsPDF)
+// whose content stream is contents, its font F1 Helvetica, its
+// annotations annots (references, "" for none), and more objects
+// numbered from 6.
+func onePage(contents, annots string, more ...string) []string {
+	return append([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> /Annots [" + annots + "] >>",
+		contents,
+		docparsetest.HelveticaObject,
+	}, more...)
+}
+
+func TestAPDFsTurnedTextIsReadAsLines(t *testing.T) {
+	t.Parallel()
+	// A landscape table on a portrait page, as a word processor writes
+	// it: text turned 90°, words kerned apart in pieces.
+	data := docparsetest.FlatePDF(t, []byte(`BT /F1 12 Tf 0 1 -1 0 300 100 Tm 14 TL
+[(Qu) 20 (arterly) -300 (rain) 10 (fall)] TJ T* [(by) -300 (dist) 15 (rict)] TJ ET
+BT /F1 12 Tf 72 60 Td (An upright footnote.) Tj ET`))
+	doc := parse(t, "report.pdf", data)
+	want := "Quarterly rainfall\nby district\nAn upright footnote."
+	if got := doc.Text(); got != want {
+		t.Fatalf("text %q, want %q", got, want)
+	}
+}
+
+func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
+	t.Parallel()
+	appearance := func(text string) string {
+		return docparsetest.Stream("/Type /XObject /Subtype /Form /BBox [0 0 150 20] /Resources << /Font << /F1 5 0 R >> >>",
+			"/Tx BMC BT /F1 10 Tf 2 5 Td ("+text+") Tj ET EMC")
+	}
+	data := docparsetest.ObjectsPDF("", onePage(
+		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Applicant name:) Tj 0 -30 Td (Approved:) Tj ET"),
+		"6 0 R 8 0 R 12 0 R 14 0 R 16 0 R",
+		// A filled text field, its appearance drawn into its rectangle.
+		"<< /Type /Annot /Subtype /Widget /FT /Tx /Rect [180 690 330 710] /V (Marguerite Okafor) /AP << /N 7 0 R >> >>",
+		appearance("Marguerite Okafor"),
+		// A check box: the appearance of the state shown.
+		"<< /Type /Annot /Subtype /Widget /FT /Btn /Rect [180 660 200 680] /AS /Off /AP << /N 9 0 R >> >>",
+		"<< /Yes 10 0 R /Off 11 0 R >>",
+		appearance("ticked"), appearance("unticked"),
+		// A hidden annotation shows nothing.
+		"<< /Type /Annot /Subtype /FreeText /F 2 /Rect [72 500 300 520] /AP << /N 13 0 R >> >>",
+		appearance("hidden draft remark"),
+		// A stamp.
+		"<< /Type /Annot /Subtype /Stamp /Rect [400 700 550 740] /AP << /N 15 0 R >> >>",
+		appearance("RECEIVED 3 MARCH"),
+		// A damaged one costs its own text only.
+		"<< /Type /Annot /Subtype /FreeText /Rect [72 400 300 420] /AP << /N 17 0 R >> >>",
+		"<< /Type /XObject /Subtype /Form /BBox [0 0 150 20] /Filter /LZWDecode /Length 4 >>\nstream\nabcd\nendstream",
+	)...)
+	doc := parse(t, "application.pdf", data)
+	text := doc.Text()
+	for _, want := range []string{"Applicant name:", "Marguerite Okafor", "unticked", "RECEIVED 3 MARCH"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text %q lacks %q", text, want)
+		}
+	}
+	if strings.Contains(text, "hidden") || slices.Contains(strings.Fields(text), "ticked") {
+		t.Errorf("text %q shows a hidden annotation or a state not shown", text)
 	}
 }
 

@@ -53,12 +53,7 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 }
 
 func openPDF(data []byte) (r *pdf.Reader, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r, err = nil, failf(ErrCorrupt, "the file is damaged: the PDF cannot be read (%v)", p)
-		}
-	}()
-	r, err = pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	r, err = readPDF(data)
 	// At most one fix of each kind (the reader checks the header first);
 	// when they do not make it readable, the first complaint is the one
 	// reported.
@@ -67,11 +62,29 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 		if err == nil {
 			break
 		}
-		var ok bool
-		if fixed, ok = tolerate(fixed, err); !ok {
+		kind, fixes := kindOf(err), tolerate(fixed, err)
+		if len(fixes) == 0 {
 			break
 		}
-		r, err = pdf.NewReader(bytes.NewReader(fixed), int64(len(fixed)))
+		// The first fix the reader takes, or else the first whose
+		// complaint is no longer the one fixed.
+		var errs []error
+		for _, f := range fixes {
+			if r, err = readPDF(f); err == nil {
+				fixed = f
+				break
+			}
+			errs = append(errs, err)
+		}
+		if err != nil {
+			fixed, err = fixes[0], errs[0]
+			for i, e := range errs {
+				if k := kindOf(e); k != "" && k != kind {
+					fixed, err = fixes[i], e
+					break
+				}
+			}
+		}
 	}
 	if err != nil {
 		err = first
@@ -89,38 +102,86 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 
 // tolerate gives the reader a file it refused for what viewers accept:
 // bytes after the last %%EOF (a signature, a mail gateway's line, a
-// re-save's note), and a header other than "%PDF-1.0" to "%PDF-1.7" on a
-// line of its own ("%PDF-2.0", or "%PDF-1.7" followed by a comment). The
-// fix keeps every byte's offset, so the cross-reference table still
-// points where it should. ok is false when there is nothing to fix.
-func tolerate(data []byte, err error) (fixed []byte, ok bool) {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "missing %%EOF"):
+// re-save's note), bytes before the header, and a header other than
+// "%PDF-1.0" to "%PDF-1.7" on a line of its own ("%PDF-2.0", or
+// "%PDF-1.7" followed by a comment). The fix keeps every byte's offset
+// from the header, so the cross-reference table still points where it
+// should. ok is false when there is nothing to fix.
+func tolerate(data []byte, err error) (fixes [][]byte) {
+	switch kindOf(err) {
+	case "eof":
 		i := bytes.LastIndex(data, []byte("%%EOF"))
 		if i < 0 {
-			return nil, false
+			return nil
 		}
 		end := i + len("%%EOF")
 		// Only what is no part of a PDF is cut: after the last %%EOF, a
 		// file cut short inside an appended revision still holds objects,
 		// and reading the revision before it would hide the damage.
 		if pdfStructure.Match(data[end:]) {
-			return nil, false
+			return nil
 		}
-		return data[:end], true
-	case strings.Contains(msg, "invalid header"):
-		if len(data) < 9 || !pdfHeader.Match(data[:8]) {
-			return nil, false
+		return [][]byte{data[:end]}
+	case "header":
+		// Viewers look for the header in the first 1024 bytes, as a
+		// mail or web gateway may have put lines before it. The
+		// producer's offsets count from the start of the file (the
+		// lines are made a comment after a header of our own) or from
+		// the header (the lines are cut).
+		k := bytes.Index(data[:min(len(data), 1024)], []byte("%PDF-"))
+		switch {
+		case k == 0:
+			return versionFixed(data)
+		case k < 0:
+			return nil
+		case k > len("%PDF-1.7\n%"):
+			commented := bytes.Clone(data)
+			copy(commented, "%PDF-1.7\n%")
+			for i := len("%PDF-1.7\n%"); i < k-1; i++ {
+				commented[i] = ' '
+			}
+			commented[k-1] = '\n'
+			fixes = append(fixes, commented)
 		}
-		fixed = bytes.Clone(data)
-		copy(fixed[5:8], "1.7")
-		if fixed[8] != '\r' && fixed[8] != '\n' {
-			fixed[8] = '\n'
-		}
-		return fixed, true
+		return append(fixes, versionFixed(data[k:])...)
 	}
-	return nil, false
+	return nil
+}
+
+// versionFixed is data whose header, %PDF-d.d, is made "%PDF-1.7" on a
+// line of its own; none when data does not start with a header.
+func versionFixed(data []byte) [][]byte {
+	if len(data) < 9 || !pdfHeader.Match(data[:8]) {
+		return nil
+	}
+	fixed := bytes.Clone(data)
+	copy(fixed[5:8], "1.7")
+	if fixed[8] != '\r' && fixed[8] != '\n' {
+		fixed[8] = '\n'
+	}
+	return [][]byte{fixed}
+}
+
+// kindOf is the kind of a reader's complaint tolerate may fix: "eof"
+// (no %%EOF at the end), "header", or "".
+func kindOf(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "missing %%EOF"):
+		return "eof"
+	case strings.Contains(msg, "invalid header"):
+		return "header"
+	}
+	return ""
+}
+
+// readPDF opens data with the reader, a panic of it an error.
+func readPDF(data []byte) (r *pdf.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
 }
 
 // pdfStructure finds what only a PDF's body holds.
@@ -303,10 +364,15 @@ type lineBuilder struct {
 	strings.Builder
 	started    bool
 	x, y, size float64 // where the last glyph ended, and its size
+	angle      float64 // the last glyph's baseline direction
 	last       rune
 }
 
 func (b *lineBuilder) add(t glyph) {
+	if t.brk && b.started && b.last != '\n' {
+		b.WriteByte('\n')
+		b.last = '\n'
+	}
 	if t.s == "" {
 		return
 	}
@@ -323,6 +389,11 @@ func (b *lineBuilder) add(t glyph) {
 	if b.started {
 		dy := b.y - t.y
 		switch {
+		case math.Abs(t.angle-b.angle) > 0.01:
+			// Text turned another way (a rotated caption, a vertical
+			// label) is a line of its own.
+			b.WriteByte('\n')
+			b.last = '\n'
 		case math.Abs(dy) > 0.5*math.Max(size, b.size):
 			// A new line; a gap of more than about two lines ends a paragraph.
 			if dy > 2.0*math.Max(size, b.size) {
@@ -339,7 +410,7 @@ func (b *lineBuilder) add(t glyph) {
 	}
 	b.WriteString(t.s)
 	b.started = true
-	b.x, b.y, b.size = t.x+t.w, t.y, size
+	b.x, b.y, b.size, b.angle = t.x+t.w, t.y, size, t.angle
 	b.last = lastRune(t.s)
 }
 

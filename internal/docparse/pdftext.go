@@ -31,11 +31,31 @@ func (m affine) mul(n affine) affine {
 
 func translate(x, y float64) affine { return affine{1, 0, 0, 1, x, y} }
 
-// glyph is one positioned piece of text, in device space.
+// glyph is one positioned piece of text. Its position is in device
+// space turned to the text's own direction (a glyph's baseline runs
+// along x, the next line is lower in y), so that the lines of a page
+// turned 90° (a landscape table in a portrait report, a booklet's
+// imposed pages) are rebuilt as those of an upright one.
 type glyph struct {
 	s       string
-	x, y, w float64 // origin and advance
+	x, y, w float64 // origin and advance along the baseline
 	size    float64
+	angle   float64 // of the baseline, radians counterclockwise
+	brk     bool    // no text: what follows starts a line
+}
+
+// place is the glyph of text s drawn with text rendering matrix trm and
+// ending where next starts.
+func place(s string, trm, next affine) glyph {
+	ux, uy := trm[0], trm[1] // the baseline's direction in device space
+	if n := math.Hypot(ux, uy); n > 0 {
+		ux, uy = ux/n, uy/n
+	} else {
+		ux, uy = 1, 0 // a font size or horizontal scale of 0
+	}
+	along := trm[4]*ux + trm[5]*uy
+	return glyph{s: s, x: along, y: trm[5]*ux - trm[4]*uy, w: next[4]*ux + next[5]*uy - along,
+		size: math.Hypot(trm[2], trm[3]), angle: math.Atan2(uy, ux)}
 }
 
 // gstate is the part of the graphics state text extraction needs.
@@ -58,7 +78,85 @@ const maxFormDepth = 8
 // filling memory with glyphs.
 func pageGlyphs(page pdf.Page, budget *textBudget, out *[]glyph) {
 	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out, budget: budget}
-	w.run(page.V.Key("Contents"), inherited(page.V, "Resources"), gstate{ctm: identity, scale: 1}, 0)
+	resources := inherited(page.V, "Resources")
+	w.run(page.V.Key("Contents"), resources, gstate{ctm: identity, scale: 1}, 0)
+	annots := page.V.Key("Annots")
+	for i := range annots.Len() {
+		w.annotation(annots.Index(i), resources)
+	}
+}
+
+// Annotation flags (PDF 32000-1, 12.5.3) of an annotation not shown.
+const (
+	annotHidden = 1 << 1
+	annotNoView = 1 << 5
+)
+
+// annotation adds the text an annotation shows on the page, after the
+// page's own, as lines of its own: a filled form's values, a signature's
+// caption, a typewriter comment, a stamp. It is the text of its normal
+// appearance (in the state shown, for a check box), drawn into its
+// rectangle as a viewer draws it (PDF 32000-1, 12.5.5).
+func (w *contentWalker) annotation(a, pageResources pdf.Value) {
+	defer func() {
+		// A damaged annotation costs its own text, not the page's; the
+		// budget's end is the document's.
+		if p := recover(); p != nil {
+			if _, over := p.(overBudget); over {
+				panic(p)
+			}
+		}
+	}()
+	if a.Key("F").Int64()&(annotHidden|annotNoView) != 0 || a.Key("Subtype").Name() == "Popup" {
+		return
+	}
+	ap := a.Key("AP").Key("N")
+	if ap.Kind() == pdf.Dict {
+		ap = ap.Key(a.Key("AS").Name())
+	}
+	rect, bbox := a.Key("Rect"), ap.Key("BBox")
+	if ap.Kind() != pdf.Stream || rect.Len() != 4 || bbox.Len() != 4 {
+		return
+	}
+	m, ok := matrixOf(ap.Key("Matrix"))
+	if !ok {
+		m = identity
+	}
+	// The box as the matrix turns it, then fitted to the rectangle.
+	x0, y0, x1, y1 := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, c := range [4][2]int{{0, 1}, {2, 1}, {0, 3}, {2, 3}} {
+		p := translate(bbox.Index(c[0]).Float64(), bbox.Index(c[1]).Float64()).mul(m)
+		x0, y0, x1, y1 = min(x0, p[4]), min(y0, p[5]), max(x1, p[4]), max(y1, p[5])
+	}
+	rx0, rx1 := minMax(rect.Index(0).Float64(), rect.Index(2).Float64())
+	ry0, ry1 := minMax(rect.Index(1).Float64(), rect.Index(3).Float64())
+	sx, sy := 1.0, 1.0
+	if x1 > x0 {
+		sx = (rx1 - rx0) / (x1 - x0)
+	}
+	if y1 > y0 {
+		sy = (ry1 - ry0) / (y1 - y0)
+	}
+	res := ap.Key("Resources")
+	if res.IsNull() {
+		res = pageResources
+	}
+	*w.out = append(*w.out, glyph{brk: true})
+	w.run(ap, res, gstate{ctm: m.mul(affine{sx, 0, 0, sy, rx0 - x0*sx, ry0 - y0*sy}), scale: 1}, 1)
+}
+
+func minMax(a, b float64) (float64, float64) { return min(a, b), max(a, b) }
+
+// matrixOf is the matrix v holds, if it holds six numbers.
+func matrixOf(v pdf.Value) (affine, bool) {
+	if v.Kind() != pdf.Array || v.Len() != 6 {
+		return affine{}, false
+	}
+	var m affine
+	for i := range m {
+		m[i] = v.Index(i).Float64()
+	}
+	return m, true
 }
 
 type contentWalker struct {
@@ -101,8 +199,7 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 			}
 			tm = translate(adv*g.scale, 0).mul(tm)
 			next := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
-			*w.out = append(*w.out, glyph{s: c.text, x: trm[4], y: trm[5], w: next[4] - trm[4],
-				size: math.Hypot(trm[2], trm[3])})
+			*w.out = append(*w.out, place(c.text, trm, next))
 		}
 	}
 	nextLine := func(tx, ty float64) {
@@ -199,9 +296,8 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 				x := resources.Key("XObject").Key(args[0].Name())
 				if x.Kind() == pdf.Stream && x.Key("Subtype").Name() == "Form" {
 					fg := g
-					if m := x.Key("Matrix"); m.Len() == 6 {
-						fg.ctm = affine{m.Index(0).Float64(), m.Index(1).Float64(), m.Index(2).Float64(),
-							m.Index(3).Float64(), m.Index(4).Float64(), m.Index(5).Float64()}.mul(g.ctm)
+					if m, ok := matrixOf(x.Key("Matrix")); ok {
+						fg.ctm = m.mul(g.ctm)
 					}
 					res := x.Key("Resources")
 					if res.IsNull() {

@@ -247,14 +247,40 @@ func FlatePDF(t testing.TB, content []byte) []byte {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	objs := []string{
+	return ObjectsPDF("",
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n", z.Len()) + z.String() + "\nendstream",
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-	}
+		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n", z.Len())+z.String()+"\nendstream",
+		HelveticaObject,
+	)
+}
+
+// FormPDF is a one-page PDF form whose page says label and whose text
+// field, next to it, is filled with value (shown by the field's
+// appearance, as a viewer saves a filled form).
+func FormPDF(label, value string) []byte {
+	return ObjectsPDF("",
+		"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [6 0 R] >> >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> /Annots [6 0 R] >>",
+		Stream("", "BT /F1 12 Tf 72 700 Td ("+label+") Tj ET"),
+		HelveticaObject,
+		"<< /Type /Annot /Subtype /Widget /FT /Tx /T (field) /Rect [250 690 500 710] /V ("+value+") /AP << /N 7 0 R >> >>",
+		Stream("/Type /XObject /Subtype /Form /BBox [0 0 250 20] /Resources << /Font << /F1 5 0 R >> >>",
+			"/Tx BMC BT /F1 10 Tf 2 5 Td ("+value+") Tj ET EMC"),
+	)
+}
+
+// HelveticaObject is a font object of PDF's standard Helvetica.
+const HelveticaObject = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+// ObjectsPDF is a PDF of objs, numbered from 1, the first the catalog,
+// with a cross-reference table. prefix comes before its header, and the
+// table's offsets count it, as a producer writing after it would.
+func ObjectsPDF(prefix string, objs ...string) []byte {
 	var b bytes.Buffer
+	b.WriteString(prefix)
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
 	for i, o := range objs {
@@ -268,6 +294,12 @@ func FlatePDF(t testing.TB, content []byte) []byte {
 	}
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
 	return b.Bytes()
+}
+
+// Stream is a PDF stream object of content, dict's entries besides its
+// length.
+func Stream(dict, content string) string {
+	return fmt.Sprintf("<< %s /Length %d >>\nstream\n%s\nendstream", dict, len(content), content)
 }
 
 // PageBombPDF is a PDF of about 100 KB whose one page's stream inflates
