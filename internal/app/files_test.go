@@ -143,7 +143,7 @@ func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
 	}
 }
 
-func TestFilledFormsTurnedTablesAndPrefixedPDFsAreSearchable(t *testing.T) {
+func TestFilledFormsTurnedTablesRightToLeftAndPrefixedPDFsAreSearchable(t *testing.T) {
 	h := newHarness(t, ragMode)
 	cases := []struct {
 		what, file string
@@ -156,6 +156,7 @@ func TestFilledFormsTurnedTablesAndPrefixedPDFsAreSearchable(t *testing.T) {
 		{"a gateway's line before the header", "mailed.pdf",
 			append([]byte("Content-Type: application/pdf\r\n\r\n"), docparsetest.PDF(t, "Lanterns are lit at dusk on the pier.")...),
 			"Lanterns are lit at dusk"},
+		{"Hebrew drawn from left to right", "hours.pdf", docparsetest.HebrewPDF(t, false), "פתוחה עד השעה"},
 	}
 	for _, c := range cases {
 		doc := h.mustUpload(c.file, c.data)

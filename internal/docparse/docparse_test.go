@@ -477,6 +477,18 @@ BT /F1 12 Tf 72 60 Td (An upright footnote.) Tj ET`))
 	}
 }
 
+func TestAPDFsRightToLeftTextIsReadInReadingOrder(t *testing.T) {
+	t.Parallel()
+	// Drawn from left to right, as most producers do, or in the order
+	// it is read.
+	for _, inReadingOrder := range []bool{false, true} {
+		doc := parse(t, "hours.pdf", docparsetest.HebrewPDF(t, inReadingOrder))
+		if got := doc.Text(); got != docparsetest.HebrewText {
+			t.Errorf("drawn in reading order %v: text %q, want %q", inReadingOrder, got, docparsetest.HebrewText)
+		}
+	}
+}
+
 func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 	t.Parallel()
 	appearance := func(text string) string {

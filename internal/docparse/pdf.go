@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -361,17 +362,22 @@ var inlineImage = regexp.MustCompile(`(?s)(^|\s)BI\s.*?\sID\s`)
 
 // lineBuilder rebuilds lines and word spaces from positioned glyphs.
 type lineBuilder struct {
-	strings.Builder
+	bytes.Buffer
 	started    bool
 	x, y, size float64 // where the last glyph ended, and its size
 	angle      float64 // the last glyph's baseline direction
 	last       rune
+	// The line being built: where it starts in the buffer, and whether
+	// its right-to-left glyphs (Hebrew, Arabic) came in the order they
+	// are seen, left to right, or the order they are read.
+	lineStart      int
+	seen, read     int
+	lastX, lastEnd float64
 }
 
 func (b *lineBuilder) add(t glyph) {
 	if t.brk && b.started && b.last != '\n' {
-		b.WriteByte('\n')
-		b.last = '\n'
+		b.newLine("\n")
 	}
 	if t.s == "" {
 		return
@@ -392,26 +398,101 @@ func (b *lineBuilder) add(t glyph) {
 		case math.Abs(t.angle-b.angle) > 0.01:
 			// Text turned another way (a rotated caption, a vertical
 			// label) is a line of its own.
-			b.WriteByte('\n')
-			b.last = '\n'
+			b.newLine("\n")
 		case math.Abs(dy) > 0.5*math.Max(size, b.size):
 			// A new line; a gap of more than about two lines ends a paragraph.
 			if dy > 2.0*math.Max(size, b.size) {
-				b.WriteString("\n\n")
+				b.newLine("\n\n")
 			} else {
-				b.WriteByte('\n')
+				b.newLine("\n")
 			}
-			b.last = '\n'
 		case b.last != ' ' && b.last != '\n' && !(isCJK(b.last) && isCJK(first)):
 			if gap := t.x - b.x; gap > 0.15*size || gap < -2*size {
 				b.WriteByte(' ')
 			}
 		}
 	}
+	if isRTL(first) && b.Len() > b.lineStart {
+		switch {
+		case t.x >= b.lastEnd-0.5*size:
+			b.seen++
+		case t.x+t.w <= b.lastX+0.5*size:
+			b.read++
+		}
+	}
 	b.WriteString(t.s)
 	b.started = true
 	b.x, b.y, b.size, b.angle = t.x+t.w, t.y, size, t.angle
+	b.lastX, b.lastEnd = t.x, t.x+t.w
 	b.last = lastRune(t.s)
+}
+
+// newLine ends the line being built and writes sep.
+func (b *lineBuilder) newLine(sep string) {
+	b.endLine()
+	b.WriteString(sep)
+	b.last = '\n'
+	b.lineStart = b.Len()
+}
+
+// endLine puts a line of right-to-left text drawn in the order it is
+// seen into the order it is read.
+func (b *lineBuilder) endLine() {
+	if b.seen > b.read {
+		line := logicalOrder(string(b.Bytes()[b.lineStart:]))
+		b.Truncate(b.lineStart)
+		b.WriteString(line)
+	}
+	b.seen, b.read = 0, 0
+}
+
+func (b *lineBuilder) String() string {
+	b.endLine()
+	return b.Buffer.String()
+}
+
+// logicalOrder is a line of a right-to-left paragraph in reading order,
+// given in the order its glyphs stand from left to right: reversed, but
+// each stretch of left-to-right text (Latin words, numbers) kept as it
+// reads, and brackets outside them mirrored.
+func logicalOrder(visual string) string {
+	rs := []rune(visual)
+	slices.Reverse(rs)
+	for i := 0; i < len(rs); {
+		if !isLTR(rs[i]) {
+			rs[i] = mirrored(rs[i])
+			i++
+			continue
+		}
+		end := i // the stretch's last left-to-right rune
+		for j := i; j < len(rs) && !isRTL(rs[j]); j++ {
+			if isLTR(rs[j]) {
+				end = j
+			}
+		}
+		slices.Reverse(rs[i : end+1])
+		i = end + 1
+	}
+	return string(rs)
+}
+
+// isRTL reports a letter of a script written right to left.
+func isRTL(r rune) bool {
+	return unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko)
+}
+
+// isLTR reports a letter or digit read left to right.
+func isLTR(r rune) bool {
+	return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isRTL(r)
+}
+
+// mirrored is the bracket facing the other way, r itself for any other.
+func mirrored(r rune) rune {
+	pairs := []rune("()[]{}<>«»")
+	if i := slices.Index(pairs, r); i >= 0 {
+		return pairs[i^1]
+	}
+	return r
 }
 
 func firstRune(s string) (rune, bool) {

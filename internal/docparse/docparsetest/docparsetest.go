@@ -35,6 +35,42 @@ var ChineseText = []string{
 	"第三页：逾期归还的图书每天收取五角滞纳金。",
 }
 
+// hebrewFont is a subset of DejaVu Sans (see fonts/NOTICE) holding the
+// glyphs of HebrewText.
+//
+//go:embed fonts/dejavu-sans-hebrew-subset.ttf
+var hebrewFont []byte
+
+// HebrewText is a Hebrew sentence ("The library is open until 8 in the
+// evening.") in the order it is read, and HebrewSeen the same in the
+// order its glyphs stand on the line from left to right, as most
+// producers draw right-to-left text.
+const (
+	HebrewText = "הספרייה פתוחה עד השעה 8 בערב."
+	HebrewSeen = ".ברעב 8 העשה דע החותפ היירפסה"
+)
+
+// HebrewPDF is a one-page PDF showing HebrewText in an embedded font,
+// drawn from left to right (HebrewSeen) or, with inReadingOrder, glyph
+// by glyph from right to left in the order it is read.
+func HebrewPDF(t testing.TB, inReadingOrder bool) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.AddUTF8FontFromBytes("dejavu", "", hebrewFont)
+	f.SetFont("dejavu", "", 14)
+	f.AddPage()
+	if !inReadingOrder {
+		f.MultiCell(0, 8, HebrewSeen, "", "R", false)
+		return output(t, f)
+	}
+	x := 190.0
+	for _, r := range HebrewText {
+		x -= f.GetStringWidth(string(r))
+		f.Text(x, 30, string(r))
+	}
+	return output(t, f)
+}
+
 // PDF writes one page per string in Helvetica.
 func PDF(t testing.TB, pages ...string) []byte {
 	t.Helper()
