@@ -37,11 +37,12 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	n := len(pages)
 	doc := &Document{Pages: n, Title: pdfTitle(r)}
 	budget := opts.budget()
+	var glyphs []glyph // one page's at a time, the array reused
 	for i := 1; i <= n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		text, err := pageText(pages[i-1], i, budget)
+		text, err := pageText(pages[i-1], i, budget, &glyphs)
 		if err != nil {
 			return nil, err
 		}
@@ -295,8 +296,10 @@ func inherited(v pdf.Value, key string) pdf.Value {
 
 // pageText is page i's text: lines in stream order, a blank line where
 // the vertical gap says a paragraph ends.
-func pageText(page pdf.Page, i int, budget *textBudget) (string, error) {
-	glyphs, err := safeGlyphs(page, budget)
+// buf holds the glyphs read, its array kept for the next page.
+func pageText(page pdf.Page, i int, budget *textBudget, buf *[]glyph) (string, error) {
+	glyphs, err := safeGlyphs(page, budget, (*buf)[:0])
+	*buf = glyphs
 	if errors.Is(err, ErrTooLarge) {
 		return "", err
 	}
@@ -314,10 +317,11 @@ func pageText(page pdf.Page, i int, budget *textBudget) (string, error) {
 	return strings.TrimSpace(b.String()), nil
 }
 
-// safeGlyphs is pageGlyphs with a panic of the library turned into an
-// error; the glyphs read before it are returned. Past the budget, the
+// safeGlyphs is pageGlyphs, appending to buf, with a panic of the
+// library turned into an error; the glyphs read before it are returned. Past the budget, the
 // error is the budget's (ErrTooLarge).
-func safeGlyphs(page pdf.Page, budget *textBudget) (glyphs []glyph, err error) {
+func safeGlyphs(page pdf.Page, budget *textBudget, buf []glyph) (glyphs []glyph, err error) {
+	glyphs = buf
 	defer func() {
 		if p := recover(); p != nil {
 			if over, ok := p.(overBudget); ok {
