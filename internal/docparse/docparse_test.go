@@ -477,6 +477,16 @@ BT /F1 12 Tf 72 60 Td (An upright footnote.) Tj ET`))
 	}
 }
 
+func TestChineseTableCellsOnALineStayApart(t *testing.T) {
+	t.Parallel()
+	// Chinese has no spaces between words, but two cells of a row are
+	// two phrases: joined, they would make bigrams of neither.
+	doc := parse(t, "rules.pdf", docparsetest.ChineseRowPDF(t, "图书馆", "借阅规则", "滞纳金"))
+	if got, want := doc.Text(), "图书馆 借阅规则 滞纳金"; got != want {
+		t.Fatalf("text %q, want %q", got, want)
+	}
+}
+
 func TestAPDFsRightToLeftTextIsReadInReadingOrder(t *testing.T) {
 	t.Parallel()
 	// Drawn from left to right, as most producers do, or in the order

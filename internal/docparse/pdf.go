@@ -410,8 +410,15 @@ func (b *lineBuilder) add(t glyph) {
 			} else {
 				b.newLine("\n")
 			}
-		case b.last != ' ' && b.last != '\n' && !(isCJK(b.last) && isCJK(first)):
-			if gap := t.x - b.x; gap > 0.15*size || gap < -2*size {
+		case b.last != ' ' && b.last != '\n':
+			// Chinese and Japanese are written without spaces: only a
+			// gap of a whole character or more (the next cell of a
+			// table, the next column) parts two of their glyphs.
+			space := 0.15 * size
+			if isCJK(b.last) && isCJK(first) {
+				space = size
+			}
+			if gap := t.x - b.x; gap > space || gap < -2*size {
 				b.WriteByte(' ')
 			}
 		}

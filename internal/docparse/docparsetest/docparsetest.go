@@ -98,6 +98,20 @@ func ChinesePDF(t testing.TB, pages ...string) []byte {
 	return output(t, f)
 }
 
+// ChineseRowPDF writes cells on one line of one page, 50 mm apart, as a
+// table's row; the cells may use only the characters of ChineseText.
+func ChineseRowPDF(t testing.TB, cells ...string) []byte {
+	t.Helper()
+	f := fpdf.New("P", "mm", "A4", "")
+	f.AddUTF8FontFromBytes("droid", "", chineseFont)
+	f.SetFont("droid", "", 14)
+	f.AddPage()
+	for i, c := range cells {
+		f.Text(20+50*float64(i), 30, c)
+	}
+	return output(t, f)
+}
+
 // ScannedPDF has pages that are images only: no text layer.
 func ScannedPDF(t testing.TB, pages int) []byte {
 	t.Helper()
