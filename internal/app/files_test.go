@@ -166,6 +166,20 @@ func TestFilledFormsTurnedTablesRightToLeftAndPrefixedPDFsAreSearchable(t *testi
 	}
 }
 
+func TestStrictWordFilesAndTheirFootnotesAreSearchable(t *testing.T) {
+	h := newHarness(t, ragMode)
+	docx := docparsetest.DOCX(t, "Lease",
+		docparsetest.Para{Level: 1, Text: "Terms"},
+		docparsetest.Para{Text: "The tenant pays on the first of the month."})
+	docx = docparsetest.WithPart(t, docx, "word/footnotes.xml",
+		docparsetest.Footnotes("Late payment adds a fee of two percent."))
+	doc := h.mustUpload("lease.docx", docparsetest.Strict(t, docx))
+	hit, ok := h.hitOf("late payment fee", doc.ID)
+	if !ok || hit.Heading != "Footnotes" || !strings.Contains(hit.Content, "two percent") {
+		t.Fatalf("search for the footnote: found %v, hit %+v", ok, hit)
+	}
+}
+
 func TestUploadedOfficeFilesKeepHeadingsSlidesAndHeaderRows(t *testing.T) {
 	h := newHarness(t, ragMode)
 

@@ -92,6 +92,38 @@ func TestParsePDFRebuildsLinesInReadingOrder(t *testing.T) {
 	}
 }
 
+func TestStrictOfficeFilesAndWordNotesAreRead(t *testing.T) {
+	t.Parallel()
+	docx := docparsetest.DOCX(t, "Lease",
+		docparsetest.Para{Level: 1, Text: "Terms"},
+		docparsetest.Para{Text: "The tenant pays on the first of the month."})
+	docx = docparsetest.WithPart(t, docx, "word/footnotes.xml",
+		docparsetest.Footnotes("Late payment adds a fee of two percent."))
+	want := []docparse.Section{
+		{Heading: "Terms", Text: "The tenant pays on the first of the month."},
+		{Heading: "Footnotes", Text: "Late payment adds a fee of two percent."},
+	}
+	for what, data := range map[string][]byte{"transitional": docx, "strict": docparsetest.Strict(t, docx)} {
+		if doc := parse(t, "lease.docx", data); !equalSections(doc.Sections, want) {
+			t.Errorf("%s DOCX: sections\n%+v\nwant\n%+v", what, doc.Sections, want)
+		}
+	}
+
+	pptx := docparsetest.PPTX(t,
+		docparsetest.Slide{Title: "Ferry times", Body: []string{"Boats leave every hour."}},
+		docparsetest.Slide{Title: "Fares", Body: []string{"Children travel free."}})
+	plain := parse(t, "ferry.pptx", pptx)
+	if strict := parse(t, "ferry.pptx", docparsetest.Strict(t, pptx)); !equalSections(strict.Sections, plain.Sections) || len(plain.Sections) != 2 {
+		t.Errorf("strict PPTX: sections\n%+v\nwant\n%+v", strict.Sections, plain.Sections)
+	}
+
+	xlsx := docparsetest.XLSX(t, docparsetest.Sheet{Name: "Tides", Rows: [][]any{{"Port", "High water"}, {"Dover", "06:12"}}})
+	plain = parse(t, "tides.xlsx", xlsx)
+	if strict := parse(t, "tides.xlsx", docparsetest.Strict(t, xlsx)); !equalSections(strict.Sections, plain.Sections) || len(plain.Sections) == 0 {
+		t.Errorf("strict XLSX: sections\n%+v\nwant\n%+v", strict.Sections, plain.Sections)
+	}
+}
+
 func TestParseDOCXHeadingPathsAndTables(t *testing.T) {
 	t.Parallel()
 	data := docparsetest.DOCX(t, "Field Guide",

@@ -14,6 +14,21 @@ import (
 // markup compatibility) are walked through but never read as text.
 const nsWord = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
+// transitional is the namespace of the usual (transitional) Office Open
+// XML for one of its strict form (ISO/IEC 29500 Strict, which Word and
+// PowerPoint save as "Strict Open XML"), any other namespace unchanged.
+func transitional(space string) string {
+	switch space {
+	case "http://purl.oclc.org/ooxml/wordprocessingml/main":
+		return nsWord
+	case "http://purl.oclc.org/ooxml/presentationml/main":
+		return nsPresentation
+	case "http://purl.oclc.org/ooxml/drawingml/main":
+		return nsDrawing
+	}
+	return space
+}
+
 // parseDOCX reads word/document.xml: paragraphs with a heading style (or
 // an outline level) start sections, tables become rows of cells joined
 // by " | ".
@@ -33,7 +48,7 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 		return nil, cmp.Or(err, failf(ErrCorrupt, "the file is damaged: word/document.xml is missing"))
 	}
 	defer body.Close()
-	w := &wordWalker{styles: styles, budget: opts.budget()}
+	w := &wordWalker{part: "word/document.xml", styles: styles, budget: opts.budget()}
 	if err := w.walk(ctx, body); err != nil {
 		return nil, err
 	}
@@ -42,8 +57,38 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 	if doc.Title == "" {
 		doc.Title = w.title
 	}
+	// Footnotes and endnotes (citations, the small print of a contract)
+	// follow the body, each kind under a heading of its own.
+	for _, notes := range []struct{ part, heading string }{
+		{"word/footnotes.xml", "Footnotes"}, {"word/endnotes.xml", "Endnotes"},
+	} {
+		secs, err := readNotes(ctx, p, notes.part, styles, w.budget)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range secs {
+			s.Heading = strings.TrimSuffix(notes.heading+" > "+s.Heading, " > ")
+			doc.Sections = append(doc.Sections, s)
+		}
+	}
 	opts.progress(1, 1)
 	return doc, nil
+}
+
+// readNotes reads the sections of a part of notes, none when the package
+// has no such part.
+func readNotes(ctx context.Context, p *pkg, part string, styles map[string]wordStyle, budget *textBudget) ([]Section, error) {
+	r, err := p.open(part)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	defer r.Close()
+	w := &wordWalker{part: part, styles: styles, budget: budget}
+	if err := w.walk(ctx, r); err != nil {
+		return nil, err
+	}
+	w.secs.flush()
+	return w.secs.out, nil
 }
 
 // wordStyle is what a paragraph style says about structure.
@@ -120,6 +165,7 @@ func headingLevel(s string) int {
 
 // wordWalker turns the token stream of a document part into sections.
 type wordWalker struct {
+	part   string // its name, for errors
 	styles map[string]wordStyle
 	secs   sectionBuilder
 	title  string
@@ -149,11 +195,11 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 			if errors.Is(err, ErrCorrupt) { // from the entry's reader
 				return err
 			}
-			return failf(ErrCorrupt, "the file is damaged: word/document.xml is not valid XML (%v)", err)
+			return failf(ErrCorrupt, "the file is damaged: %s is not valid XML (%v)", w.part, err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if t.Name.Space != nsWord {
+			if transitional(t.Name.Space) != nsWord {
 				continue
 			}
 			switch t.Name.Local {
@@ -191,7 +237,7 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 				w.para.Write(t)
 			}
 		case xml.EndElement:
-			if t.Name.Space != nsWord {
+			if transitional(t.Name.Space) != nsWord {
 				continue
 			}
 			switch t.Name.Local {

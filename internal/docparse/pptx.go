@@ -1,6 +1,7 @@
 package docparse
 
 import (
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -74,7 +75,8 @@ func slideOrder(p *pkg) ([]string, error) {
 	}
 	var pres struct {
 		IDs []struct {
-			RID string `xml:"http://schemas.openxmlformats.org/officeDocument/2006/relationships id,attr"`
+			RID       string `xml:"http://schemas.openxmlformats.org/officeDocument/2006/relationships id,attr"`
+			StrictRID string `xml:"http://purl.oclc.org/ooxml/officeDocument/relationships id,attr"`
 		} `xml:"sldIdLst>sldId"`
 	}
 	if err := unmarshalXML(data, &pres); err != nil {
@@ -86,7 +88,7 @@ func slideOrder(p *pkg) ([]string, error) {
 	}
 	var out []string
 	for _, id := range pres.IDs {
-		if target, ok := rels[id.RID]; ok {
+		if target, ok := rels[cmp.Or(id.RID, id.StrictRID)]; ok {
 			out = append(out, target)
 		}
 	}
@@ -127,6 +129,7 @@ func readSlide(r io.Reader) (title string, blocks []string, err error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
+			t.Name.Space = transitional(t.Name.Space)
 			switch {
 			case t.Name.Space == nsPresentation && t.Name.Local == "sp":
 				spDepth++
@@ -156,6 +159,7 @@ func readSlide(r io.Reader) (title string, blocks []string, err error) {
 				para.Write(t)
 			}
 		case xml.EndElement:
+			t.Name.Space = transitional(t.Name.Space)
 			switch {
 			case t.Name.Space == nsPresentation && t.Name.Local == "sp":
 				spDepth--

@@ -285,6 +285,40 @@ func Understate(t testing.TB, pkg []byte, part string, declared uint64) []byte {
 	return buf.Bytes()
 }
 
+// MapParts is the ZIP package pkg with each part's content replaced by
+// what f makes of it, in the same order.
+func MapParts(t testing.TB, pkg []byte, f func(name string, data []byte) []byte) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range zr.File {
+		rc, err := e.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create(e.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(f(e.Name, data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // FlatePDF is a one-page PDF whose content stream, deflated as a bomb's
 // would be, is content (text operators in Helvetica).
 func FlatePDF(t testing.TB, content []byte) []byte {

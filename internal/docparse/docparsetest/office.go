@@ -19,6 +19,36 @@ type Para struct {
 
 const wordNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
 
+// Footnotes is a word/footnotes.xml holding Word's two separators and a
+// note of each text (for WithPart).
+func Footnotes(texts ...string) []byte {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:footnotes ` + wordNS + `>` +
+		`<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>` +
+		`<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:footnote>`)
+	for i, text := range texts {
+		fmt.Fprintf(&b, `<w:footnote w:id="%d"><w:p><w:r><w:footnoteRef/></w:r><w:r><w:t xml:space="preserve"> %s</w:t></w:r></w:p></w:footnote>`,
+			i+1, html.EscapeString(text))
+	}
+	b.WriteString(`</w:footnotes>`)
+	return []byte(b.String())
+}
+
+// Strict is the Office package pkg in ISO/IEC 29500 Strict form, as Word,
+// PowerPoint and Excel save "Strict Open XML": every part's transitional
+// namespaces replaced by the strict ones.
+func Strict(t testing.TB, pkg []byte) []byte {
+	t.Helper()
+	r := strings.NewReplacer(
+		"http://schemas.openxmlformats.org/wordprocessingml/2006/main", "http://purl.oclc.org/ooxml/wordprocessingml/main",
+		"http://schemas.openxmlformats.org/presentationml/2006/main", "http://purl.oclc.org/ooxml/presentationml/main",
+		"http://schemas.openxmlformats.org/drawingml/2006/main", "http://purl.oclc.org/ooxml/drawingml/main",
+		"http://schemas.openxmlformats.org/spreadsheetml/2006/main", "http://purl.oclc.org/ooxml/spreadsheetml/main",
+		"http://schemas.openxmlformats.org/officeDocument/2006/relationships", "http://purl.oclc.org/ooxml/officeDocument/relationships",
+	)
+	return MapParts(t, pkg, func(_ string, data []byte) []byte { return []byte(r.Replace(string(data))) })
+}
+
 // DOCX is a minimal Word document of the given paragraphs and tables.
 func DOCX(t testing.TB, title string, paras ...Para) []byte {
 	t.Helper()
