@@ -143,7 +143,7 @@ func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
 	}
 }
 
-func TestFilledFormsTurnedTablesRightToLeftAndPrefixedPDFsAreSearchable(t *testing.T) {
+func TestFilledFormsTurnedTablesRightToLeftBlankPagesAndPrefixedPDFsAreSearchable(t *testing.T) {
 	h := newHarness(t, ragMode)
 	cases := []struct {
 		what, file string
@@ -163,6 +163,12 @@ func TestFilledFormsTurnedTablesRightToLeftAndPrefixedPDFsAreSearchable(t *testi
 		if hit, ok := h.hitOf(c.phrase, doc.ID); !ok || !strings.Contains(hit.Content, c.phrase) {
 			t.Errorf("%s: search %q: found %v, hit %+v", c.what, c.phrase, ok, hit)
 		}
+	}
+	// A blank page with no content stream is a page without text, not
+	// damage: the next page is found, with its number.
+	doc := h.mustUpload("minutes.pdf", docparsetest.BlankFirstPagePDF("The harbour board met on Tuesday."))
+	if hit, ok := h.hitOf("harbour board met", doc.ID); !ok || hit.Page != 2 {
+		t.Errorf("after a blank page: found %v, hit %+v; want page 2", ok, hit)
 	}
 }
 

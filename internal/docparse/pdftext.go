@@ -79,7 +79,10 @@ const maxFormDepth = 8
 func pageGlyphs(page pdf.Page, budget *textBudget, out *[]glyph) {
 	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out, budget: budget}
 	resources := inherited(page.V, "Resources")
-	w.run(page.V.Key("Contents"), resources, gstate{ctm: identity, scale: 1}, 0)
+	// A blank page may have no content stream at all.
+	if contents := page.V.Key("Contents"); !contents.IsNull() {
+		w.run(contents, resources, gstate{ctm: identity, scale: 1}, 0)
+	}
 	annots := page.V.Key("Annots")
 	for i := range annots.Len() {
 		w.annotation(annots.Index(i), resources)

@@ -356,6 +356,19 @@ func FormPDF(label, value string) []byte {
 	)
 }
 
+// BlankFirstPagePDF is a two-page PDF whose first page is blank, with no
+// content stream (as some producers write a blank page), and whose
+// second shows text.
+func BlankFirstPagePDF(text string) []byte {
+	return ObjectsPDF("",
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R /Resources << /Font << /F1 6 0 R >> >> >>",
+		Stream("", "BT /F1 12 Tf 72 700 Td ("+text+") Tj ET"),
+		HelveticaObject)
+}
+
 // HelveticaObject is a font object of PDF's standard Helvetica.
 const HelveticaObject = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
