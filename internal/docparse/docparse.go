@@ -119,7 +119,10 @@ const opsPerTextByte = 8
 
 // textBudget counts down the text a parse may still read, and the PDF
 // operators it may still run.
-type textBudget struct{ max, left, opsLeft int64 }
+type textBudget struct {
+	max, left, opsLeft int64
+	annotations        int // PDF annotations read so far
+}
 
 // spend takes n bytes of text from the budget; past it, the parse stops
 // with ErrTooLarge.
@@ -133,8 +136,11 @@ func (b *textBudget) spend(n int) error {
 
 // op takes one PDF operator from the budget; past it, the parse stops
 // with ErrTextLimit.
-func (b *textBudget) op() error {
-	b.opsLeft--
+func (b *textBudget) op() error { return b.ops(1) }
+
+// ops takes n operators' worth of work from the budget.
+func (b *textBudget) ops(n int64) error {
+	b.opsLeft -= n
 	if b.opsLeft < 0 {
 		return failf(ErrTextLimit, "the file's pages run more than %d drawing operations, the limit (a decompression bomb?)", opsPerTextByte*b.max)
 	}

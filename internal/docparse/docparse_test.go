@@ -109,6 +109,15 @@ func TestStrictOfficeFilesAndWordNotesAreRead(t *testing.T) {
 		}
 	}
 
+	// Damaged notes cost the notes, not the body.
+	bad := docparsetest.WithPart(t, docparsetest.DOCX(t, "Lease",
+		docparsetest.Para{Level: 1, Text: "Terms"},
+		docparsetest.Para{Text: "The tenant pays on the first of the month."}),
+		"word/endnotes.xml", []byte(`<w:endnotes xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:endnote><w:p>`))
+	if doc := parse(t, "lease.docx", bad); !equalSections(doc.Sections, want[:1]) {
+		t.Errorf("damaged endnotes: sections %+v, want the body's", doc.Sections)
+	}
+
 	pptx := docparsetest.PPTX(t,
 		docparsetest.Slide{Title: "Ferry times", Body: []string{"Boats leave every hour."}},
 		docparsetest.Slide{Title: "Fares", Body: []string{"Children travel free."}})
@@ -463,10 +472,17 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 		// A gateway's lines before the header, the offsets counted from
 		// the header (the file as written, then prefixed) or from the
 		// start of the file (written after the lines).
-		"lines before the header": append([]byte("Content-Type: application/pdf\r\n\r\n"), base...),
-		"lines before the header, counted": docparsetest.ObjectsPDF("Content-Type: application/pdf\r\n\r\n",
-			onePage(docparsetest.Stream("", "BT /F1 12 Tf 72 712 Td (The gyroscope needs calibration.) Tj ET"), "")...),
-		"PDF 2.0 after a line": append([]byte("Saved by the archive\n"), v2...),
+		"lines before the header":          append([]byte("Content-Type: application/pdf\r\n\r\n"), base...),
+		"lines before the header, counted": docparsetest.ObjectsPDF("Content-Type: application/pdf\r\n\r\n", gyroscopePage()...),
+		"PDF 2.0 after a line":             append([]byte("Saved by the archive\n"), v2...),
+		// A byte-order mark or a blank line the producer wrote itself,
+		// counted by its offsets.
+		"a byte-order mark, counted": docparsetest.ObjectsPDF("\xEF\xBB\xBF", gyroscopePage()...),
+		"a blank line, counted":      docparsetest.ObjectsPDF("\r\n", gyroscopePage()...),
+		// A mail part saved whole: its headers before, its boundary after.
+		"a mail part": append(append([]byte("Content-Type: application/pdf\r\n\r\n"), base...), "\r\n--=_boundary_42--\r\n"...),
+		"a mail part, counted": append(docparsetest.ObjectsPDF("Content-Type: application/pdf\r\n\r\n", gyroscopePage()...),
+			"\r\n--=_boundary_42--\r\n"...),
 	} {
 		doc, err := docparse.Parse(context.Background(), "manual.pdf", data, docparse.Options{})
 		if err != nil || !strings.Contains(doc.Text(), "gyroscope") {
@@ -481,15 +497,23 @@ func TestAPDFWithTrailingBytesOrANewerHeaderIsRead(t *testing.T) {
 	}
 }
 
+// gyroscopePage is the objects of a one-page PDF about a gyroscope.
+func gyroscopePage() []string {
+	return onePage(docparsetest.Stream("", "BT /F1 12 Tf 72 712 Td (The gyroscope needs calibration.) Tj ET"), "")
+}
+
 // onePage is the objects of a one-page PDF (for docparsetest.ObjectsPDF)
 // whose content stream is contents, its font F1 Helvetica, its
-// annotations annots (references, "" for none), and more objects
-// numbered from 6.
+// annotations annots (an array or a reference to one, "" for none), and
+// more objects numbered from 6.
 func onePage(contents, annots string, more ...string) []string {
+	if annots != "" {
+		annots = "/Annots " + annots
+	}
 	return append([]string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> /Annots [" + annots + "] >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> " + annots + " >>",
 		contents,
 		docparsetest.HelveticaObject,
 	}, more...)
@@ -519,6 +543,28 @@ func TestChineseTableCellsOnALineStayApart(t *testing.T) {
 	}
 }
 
+func TestAPDFsAnnotationsCountAgainstItsBudget(t *testing.T) {
+	t.Parallel()
+	// One page listing one annotation 200,000 times (1.2 MB).
+	data := docparsetest.ObjectsPDF("", onePage(
+		docparsetest.Stream("", "BT /F1 12 Tf 72 712 Td (The page's own text.) Tj ET"),
+		"7 0 R",
+		docparsetest.Stream("/Type /XObject /Subtype /Form /BBox [0 0 150 20] /Resources << /Font << /F1 5 0 R >> >>",
+			"BT /F1 10 Tf 2 5 Td (note) Tj ET"),
+		"["+strings.Repeat("8 0 R ", 200_000)+"]",
+		"<< /Type /Annot /Subtype /FreeText /Rect [72 400 300 420] /AP << /N 6 0 R >> >>",
+	)...)
+	// The operator budget of 1,000 bytes of text runs out.
+	if _, err := docparse.Parse(context.Background(), "notes.pdf", data, docparse.Options{MaxTextBytes: 1000}); !errors.Is(err, docparse.ErrTextLimit) {
+		t.Errorf("small budget: %v; want ErrTextLimit", err)
+	}
+	// Within the default one, only the first 20,000 are read.
+	doc := parse(t, "notes.pdf", data)
+	if n := strings.Count(doc.Text(), "note"); !strings.HasPrefix(doc.Text(), "The page's own text.") || n != 20_000 {
+		t.Errorf("default budget: %d notes read, text starts %.40q", n, doc.Text())
+	}
+}
+
 func TestAPDFsRightToLeftTextIsReadInReadingOrder(t *testing.T) {
 	t.Parallel()
 	// Drawn from left to right, as most producers do, or in the order
@@ -539,7 +585,7 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 	}
 	data := docparsetest.ObjectsPDF("", onePage(
 		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Applicant name:) Tj 0 -30 Td (Approved:) Tj ET"),
-		"6 0 R 8 0 R 12 0 R 14 0 R 16 0 R",
+		"[6 0 R 8 0 R 12 0 R 14 0 R 16 0 R 18 0 R 19 0 R]",
 		// A filled text field, its appearance drawn into its rectangle.
 		"<< /Type /Annot /Subtype /Widget /FT /Tx /Rect [180 690 330 710] /V (Marguerite Okafor) /AP << /N 7 0 R >> >>",
 		appearance("Marguerite Okafor"),
@@ -553,13 +599,20 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 		// A stamp.
 		"<< /Type /Annot /Subtype /Stamp /Rect [400 700 550 740] /AP << /N 15 0 R >> >>",
 		appearance("RECEIVED 3 MARCH"),
-		// A damaged one costs its own text only.
+		// A damaged one costs its own text only: its appearance, or the
+		// annotation itself.
 		"<< /Type /Annot /Subtype /FreeText /Rect [72 400 300 420] /AP << /N 17 0 R >> >>",
 		"<< /Type /XObject /Subtype /Form /BBox [0 0 150 20] /Filter /LZWDecode /Length 4 >>\nstream\nabcd\nendstream",
+		"<< /Type /Annot /Subtype /Link /Rect [72 400 300 420] /Border [0 0 0] ) >>",
+		// Acrobat's check box: ZapfDingbats' 4, a check mark.
+		"<< /Type /Annot /Subtype /Widget /FT /Btn /Rect [180 600 200 620] /AS /Yes /AP << /N << /Yes 21 0 R >> >> >>",
+		"<< /Type /Font /Subtype /Type1 /BaseFont /ZapfDingbats >>",
+		docparsetest.Stream("/Type /XObject /Subtype /Form /BBox [0 0 20 20] /Resources << /Font << /ZaDb 20 0 R >> >>",
+			"/Tx BMC BT /ZaDb 12 Tf 4 5 Td (4) Tj ET EMC"),
 	)...)
 	doc := parse(t, "application.pdf", data)
 	text := doc.Text()
-	for _, want := range []string{"Applicant name:", "Marguerite Okafor", "unticked", "RECEIVED 3 MARCH"} {
+	for _, want := range []string{"Applicant name:", "Marguerite Okafor", "unticked", "RECEIVED 3 MARCH", "\n✔"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text %q lacks %q", text, want)
 		}

@@ -63,7 +63,10 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 		{"word/footnotes.xml", "Footnotes"}, {"word/endnotes.xml", "Endnotes"},
 	} {
 		secs, err := readNotes(ctx, p, notes.part, styles, w.budget)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			continue // damaged notes cost the notes, not the body
+		case err != nil:
 			return nil, err
 		}
 		for _, s := range secs {

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/ledongthuc/pdf"
+	"golang.org/x/text/unicode/bidi"
 )
 
 // parsePDF extracts the text of each page. github.com/ledongthuc/pdf (a
@@ -56,40 +57,19 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 
 func openPDF(data []byte) (r *pdf.Reader, err error) {
 	r, err = readPDF(data)
-	// At most one fix of each kind (the reader checks the header first);
-	// when they do not make it readable, the first complaint is the one
-	// reported.
-	fixed, first := data, err
-	for range 2 {
-		if err == nil {
-			break
-		}
-		kind, fixes := kindOf(err), tolerate(fixed, err)
-		if len(fixes) == 0 {
-			break
-		}
-		// The first fix the reader takes, or else the first whose
-		// complaint is no longer the one fixed.
-		var errs []error
-		for _, f := range fixes {
-			if r, err = readPDF(f); err == nil {
-				fixed = f
+	// When the reader refuses the file, the files a viewer would read in
+	// its place are tried; when none is readable, the first complaint is
+	// the one reported.
+	if err != nil {
+		first := err
+		for _, fixed := range repairs(data) {
+			if r, err = readPDF(fixed); err == nil {
 				break
 			}
-			errs = append(errs, err)
 		}
 		if err != nil {
-			fixed, err = fixes[0], errs[0]
-			for i, e := range errs {
-				if k := kindOf(e); k != "" && k != kind {
-					fixed, err = fixes[i], e
-					break
-				}
-			}
+			err = first
 		}
-	}
-	if err != nil {
-		err = first
 	}
 	switch {
 	case err == nil:
@@ -102,78 +82,61 @@ func openPDF(data []byte) (r *pdf.Reader, err error) {
 	return nil, failf(ErrCorrupt, "the file is damaged: the PDF cannot be read (%v)", err)
 }
 
-// tolerate gives the reader a file it refused for what viewers accept:
-// bytes after the last %%EOF (a signature, a mail gateway's line, a
-// re-save's note), bytes before the header, and a header other than
-// "%PDF-1.0" to "%PDF-1.7" on a line of its own ("%PDF-2.0", or
-// "%PDF-1.7" followed by a comment). The fix keeps every byte's offset
-// from the header, so the cross-reference table still points where it
-// should. ok is false when there is nothing to fix.
-func tolerate(data []byte, err error) (fixes [][]byte) {
-	switch kindOf(err) {
-	case "eof":
-		i := bytes.LastIndex(data, []byte("%%EOF"))
-		if i < 0 {
-			return nil
-		}
+// repairs are the files a viewer reads in data's place, most likely
+// first, for what viewers accept and the reader does not: bytes after the
+// last %%EOF (a signature, a mail gateway's boundary line, a re-save's
+// note), bytes before the header within its first 1024 (a gateway's
+// lines, a byte-order mark), and a header other than "%PDF-1.0" to
+// "%PDF-1.7" on a line of its own ("%PDF-2.0", or "%PDF-1.7" followed by
+// a comment). Each keeps every byte's offset from the start of the file
+// or, for bytes before the header, from the header, as producers count
+// either way.
+func repairs(data []byte) [][]byte {
+	body := data
+	if i := bytes.LastIndex(data, []byte("%%EOF")); i >= 0 {
 		end := i + len("%%EOF")
 		// Only what is no part of a PDF is cut: after the last %%EOF, a
-		// file cut short inside an appended revision still holds objects,
-		// and reading the revision before it would hide the damage.
-		if pdfStructure.Match(data[end:]) {
-			return nil
+		// file cut short inside an appended revision still holds
+		// objects, and reading the revision before it would hide the
+		// damage.
+		if !pdfStructure.Match(data[end:]) && len(bytes.TrimSpace(data[end:])) > 0 {
+			body = data[:end]
 		}
-		return [][]byte{data[:end]}
-	case "header":
-		// Viewers look for the header in the first 1024 bytes, as a
-		// mail or web gateway may have put lines before it. The
-		// producer's offsets count from the start of the file (the
-		// lines are made a comment after a header of our own) or from
-		// the header (the lines are cut).
-		k := bytes.Index(data[:min(len(data), 1024)], []byte("%PDF-"))
-		switch {
-		case k == 0:
-			return versionFixed(data)
-		case k < 0:
-			return nil
-		case k > len("%PDF-1.7\n%"):
-			commented := bytes.Clone(data)
-			copy(commented, "%PDF-1.7\n%")
-			for i := len("%PDF-1.7\n%"); i < k-1; i++ {
-				commented[i] = ' '
-			}
-			commented[k-1] = '\n'
-			fixes = append(fixes, commented)
-		}
-		return append(fixes, versionFixed(data[k:])...)
 	}
-	return nil
-}
-
-// versionFixed is data whose header, %PDF-d.d, is made "%PDF-1.7" on a
-// line of its own; none when data does not start with a header.
-func versionFixed(data []byte) [][]byte {
-	if len(data) < 9 || !pdfHeader.Match(data[:8]) {
+	k := bytes.Index(body[:min(len(body), 1024)], []byte("%PDF-"))
+	if k < 0 || len(body) < k+9 || !pdfHeader.Match(body[k:k+8]) {
 		return nil
 	}
+	var out [][]byte
+	if k == 0 {
+		if len(body) < len(data) {
+			out = append(out, body)
+		}
+		return append(out, versionFixed(body))
+	}
+	// Offsets from the start of the file: a header of our own at its
+	// start, what stood before the original header and the header itself
+	// a comment after it.
+	commented := bytes.Clone(body)
+	n := copy(commented, "%PDF-1.7\n")
+	if end := k + 8; n < end {
+		commented[n] = '%'
+		for i := n + 1; i < end; i++ {
+			commented[i] = ' '
+		}
+	}
+	return append(out, commented, versionFixed(body[k:]))
+}
+
+// versionFixed is data, which starts with a header %PDF-d.d, with the
+// header made "%PDF-1.7" on a line of its own.
+func versionFixed(data []byte) []byte {
 	fixed := bytes.Clone(data)
 	copy(fixed[5:8], "1.7")
 	if fixed[8] != '\r' && fixed[8] != '\n' {
 		fixed[8] = '\n'
 	}
-	return [][]byte{fixed}
-}
-
-// kindOf is the kind of a reader's complaint tolerate may fix: "eof"
-// (no %%EOF at the end), "header", or "".
-func kindOf(err error) string {
-	switch msg := err.Error(); {
-	case strings.Contains(msg, "missing %%EOF"):
-		return "eof"
-	case strings.Contains(msg, "invalid header"):
-		return "header"
-	}
-	return ""
+	return fixed
 }
 
 // readPDF opens data with the reader, a panic of it an error.
@@ -311,6 +274,16 @@ func pageText(page pdf.Page, i int, budget *textBudget, buf *[]glyph) (string, e
 		}
 	}
 	var b lineBuilder
+	rtl, ltr := 0, 0
+	for _, g := range glyphs {
+		switch classOf(g.s) {
+		case classRTL:
+			rtl++
+		case classLTR:
+			ltr++
+		}
+	}
+	b.rtlPage = rtl > ltr
 	for _, g := range glyphs {
 		b.add(g)
 	}
@@ -366,17 +339,20 @@ var inlineImage = regexp.MustCompile(`(?s)(^|\s)BI\s.*?\sID\s`)
 
 // lineBuilder rebuilds lines and word spaces from positioned glyphs.
 type lineBuilder struct {
-	bytes.Buffer
-	started    bool
-	x, y, size float64 // where the last glyph ended, and its size
-	angle      float64 // the last glyph's baseline direction
-	last       rune
-	// The line being built: where it starts in the buffer, and whether
+	bytes.Buffer // the lines ended
+	started      bool
+	x, y, size   float64 // where the last glyph ended, and its size
+	angle        float64 // the last glyph's baseline direction
+	last         rune
+	// The line being built, a glyph's text or a space each, and whether
 	// its right-to-left glyphs (Hebrew, Arabic) came in the order they
 	// are seen, left to right, or the order they are read.
-	lineStart      int
+	line           []string
 	seen, read     int
 	lastX, lastEnd float64
+	// rtlPage: most of the page's letters are right-to-left ones, so a
+	// line holding any is a right-to-left paragraph's.
+	rtlPage bool
 }
 
 func (b *lineBuilder) add(t glyph) {
@@ -388,7 +364,7 @@ func (b *lineBuilder) add(t glyph) {
 	}
 	if strings.TrimSpace(t.s) == "" {
 		if b.started && b.last != ' ' && b.last != '\n' {
-			b.WriteByte(' ')
+			b.line = append(b.line, " ")
 			b.last = ' '
 		}
 		b.x = t.x + t.w
@@ -419,11 +395,13 @@ func (b *lineBuilder) add(t glyph) {
 				space = size
 			}
 			if gap := t.x - b.x; gap > space || gap < -2*size {
-				b.WriteByte(' ')
+				b.line = append(b.line, " ")
 			}
 		}
 	}
-	if isRTL(first) && b.Len() > b.lineStart {
+	// Which way a right-to-left word runs is told by two of its letters
+	// in a row.
+	if isRTL(first) && isRTL(b.last) && len(b.line) > 0 {
 		switch {
 		case t.x >= b.lastEnd-0.5*size:
 			b.seen++
@@ -431,30 +409,35 @@ func (b *lineBuilder) add(t glyph) {
 			b.read++
 		}
 	}
-	b.WriteString(t.s)
+	b.line = append(b.line, t.s)
 	b.started = true
 	b.x, b.y, b.size, b.angle = t.x+t.w, t.y, size, t.angle
 	b.lastX, b.lastEnd = t.x, t.x+t.w
 	b.last = lastRune(t.s)
 }
 
-// newLine ends the line being built and writes sep.
+// newLine ends the line being built and writes sep, counting the line
+// ends already written (after an annotation's break, say).
 func (b *lineBuilder) newLine(sep string) {
 	b.endLine()
-	b.WriteString(sep)
+	have := 0
+	for data := b.Bytes(); have < len(sep) && have < len(data) && data[len(data)-1-have] == '\n'; have++ {
+	}
+	b.WriteString(sep[have:])
 	b.last = '\n'
-	b.lineStart = b.Len()
 }
 
-// endLine puts a line of right-to-left text drawn in the order it is
-// seen into the order it is read.
+// endLine writes the line being built, right-to-left text drawn in the
+// order it is seen put into the order it is read.
 func (b *lineBuilder) endLine() {
+	line := b.line
 	if b.seen > b.read {
-		line := logicalOrder(string(b.Bytes()[b.lineStart:]))
-		b.Truncate(b.lineStart)
-		b.WriteString(line)
+		line = readingOrder(line, b.rtlPage)
 	}
-	b.seen, b.read = 0, 0
+	for _, s := range line {
+		b.WriteString(s)
+	}
+	b.line, b.seen, b.read = b.line[:0], 0, 0
 }
 
 func (b *lineBuilder) String() string {
@@ -462,39 +445,124 @@ func (b *lineBuilder) String() string {
 	return b.Buffer.String()
 }
 
-// logicalOrder is a line of a right-to-left paragraph in reading order,
-// given in the order its glyphs stand from left to right: reversed, but
-// each stretch of left-to-right text (Latin words, numbers) kept as it
-// reads, and brackets outside them mirrored.
-func logicalOrder(visual string) string {
-	rs := []rune(visual)
-	slices.Reverse(rs)
-	for i := 0; i < len(rs); {
-		if !isLTR(rs[i]) {
-			rs[i] = mirrored(rs[i])
+// readingOrder is a line in the order it is read, given as its glyphs
+// (and spaces) stand from left to right. A glyph's own text is kept
+// whole (a ligature's letters stay in their order); a combining mark
+// drawn as a glyph of its own is taken to stand left of its letter, as
+// the producers measured draw it. A line mostly of right-to-left letters is a
+// right-to-left paragraph: reversed, but each stretch of left-to-right
+// text (Latin words, numbers with their signs: $100, 50%) kept as it
+// reads, and brackets outside them mirrored; so is any line of a page
+// mostly of right-to-left letters. In a line mostly of left-to-right text
+// on another page, each right-to-left stretch alone is reversed.
+func readingOrder(visual []string, rtlPage bool) []string {
+	units := make([]string, 0, len(visual))
+	rtl, ltr := 0, 0
+	for _, s := range visual {
+		units = append(units, s)
+		switch classOf(s) {
+		case classRTL:
+			rtl++
+		case classLTR:
+			ltr++
+		}
+	}
+	if rtl <= ltr && !rtlPage {
+		reverseStretches(units, classRTL, classLTR)
+		return units
+	}
+	slices.Reverse(units)
+	reverseStretches(units, classLTR, classRTL)
+	for i, u := range units {
+		if classOf(u) != classLTR {
+			units[i] = strings.Map(mirrored, u)
+		}
+	}
+	return units
+}
+
+// reverseStretches reverses in place each stretch of units that starts
+// and ends with a unit of class in and holds none of class out; a
+// left-to-right stretch ending in a digit takes the number signs beside
+// it ($, %) with it.
+func reverseStretches(units []string, in, out int) {
+	for i := 0; i < len(units); {
+		if classOf(units[i]) != in {
 			i++
 			continue
 		}
-		end := i // the stretch's last left-to-right rune
-		for j := i; j < len(rs) && !isRTL(rs[j]); j++ {
-			if isLTR(rs[j]) {
+		end := i
+		for j := i; j < len(units) && classOf(units[j]) != out; j++ {
+			if classOf(units[j]) == in {
 				end = j
 			}
 		}
-		slices.Reverse(rs[i : end+1])
+		start := i
+		if in == classLTR {
+			for start > 0 && isNumberSign(units[start-1]) && endsInDigit(units[start], true) {
+				start--
+			}
+			for end+1 < len(units) && isNumberSign(units[end+1]) && endsInDigit(units[end], false) {
+				end++
+			}
+		}
+		slices.Reverse(units[start : end+1])
 		i = end + 1
 	}
-	return string(rs)
+}
+
+// Classes of a line's units for readingOrder.
+const (
+	classNeutral = iota // spaces, punctuation
+	classRTL            // holds a right-to-left letter
+	classLTR            // holds a left-to-right letter or a digit
+)
+
+func classOf(s string) int {
+	class := classNeutral
+	for _, r := range s {
+		switch {
+		case isRTL(r):
+			return classRTL
+		case isLTR(r):
+			class = classLTR
+		}
+	}
+	return class
+}
+
+// isNumberSign reports a unit of signs that go with a number (the
+// European terminators of the bidirectional algorithm: $ % # ° …).
+func isNumberSign(s string) bool {
+	for _, r := range s {
+		if p, _ := bidi.LookupRune(r); p.Class() != bidi.ET {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// endsInDigit reports whether s starts (first) or ends with a digit.
+func endsInDigit(s string, first bool) bool {
+	rs := []rune(s)
+	if len(rs) == 0 {
+		return false
+	}
+	if first {
+		return unicode.IsDigit(rs[0])
+	}
+	return unicode.IsDigit(rs[len(rs)-1])
 }
 
 // isRTL reports a letter of a script written right to left.
 func isRTL(r rune) bool {
-	return unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko)
+	return unicode.IsLetter(r) && unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko)
 }
 
-// isLTR reports a letter or digit read left to right.
+// isLTR reports a letter read left to right, or a digit (numbers run left
+// to right in right-to-left text too).
 func isLTR(r rune) bool {
-	return (unicode.IsLetter(r) || unicode.IsDigit(r)) && !isRTL(r)
+	return unicode.IsDigit(r) || (unicode.IsLetter(r) && !isRTL(r))
 }
 
 // mirrored is the bracket facing the other way, r itself for any other.
@@ -521,6 +589,6 @@ func lastRune(s string) rune {
 // isCJK reports scripts written without spaces between words, where a
 // position gap must not become a space (it would split bigrams).
 func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) ||
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
 		(r >= 0x3000 && r <= 0x303F) || (r >= 0xFF00 && r <= 0xFFEF)
 }

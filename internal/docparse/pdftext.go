@@ -83,10 +83,39 @@ func pageGlyphs(page pdf.Page, budget *textBudget, out *[]glyph) {
 	if contents := page.V.Key("Contents"); !contents.IsNull() {
 		w.run(contents, resources, gstate{ctm: identity, scale: 1}, 0)
 	}
-	annots := page.V.Key("Annots")
+	annots := w.annots(page.V)
 	for i := range annots.Len() {
-		w.annotation(annots.Index(i), resources)
+		if w.budget.annotations >= maxAnnotations {
+			break
+		}
+		w.budget.annotations++
+		if err := w.budget.ops(annotationOps); err != nil {
+			panic(overBudget{err})
+		}
+		w.annotation(annots, i, resources)
 	}
+}
+
+// maxAnnotations bounds the annotations a document's pages are read for
+// (a filled tax form has a few hundred); past it, the pages' own text is
+// still read. annotationOps is what reading one costs from the operator
+// budget: about as much time as ten operators.
+const (
+	maxAnnotations = 20000
+	annotationOps  = 10
+)
+
+// annots is a page's annotations array, null when it cannot be read: a
+// damaged one costs the annotations, not the page.
+func (w *contentWalker) annots(page pdf.Value) (annots pdf.Value) {
+	defer func() {
+		if p := recover(); p != nil {
+			annots = pdf.Value{}
+		}
+	}()
+	annots = page.Key("Annots")
+	annots.Len()
+	return annots
 }
 
 // Annotation flags (PDF 32000-1, 12.5.3) of an annotation not shown.
@@ -100,7 +129,7 @@ const (
 // caption, a typewriter comment, a stamp. It is the text of its normal
 // appearance (in the state shown, for a check box), drawn into its
 // rectangle as a viewer draws it (PDF 32000-1, 12.5.5).
-func (w *contentWalker) annotation(a, pageResources pdf.Value) {
+func (w *contentWalker) annotation(annots pdf.Value, i int, pageResources pdf.Value) {
 	defer func() {
 		// A damaged annotation costs its own text, not the page's; the
 		// budget's end is the document's.
@@ -110,6 +139,7 @@ func (w *contentWalker) annotation(a, pageResources pdf.Value) {
 			}
 		}
 	}()
+	a := annots.Index(i)
 	if a.Key("F").Int64()&(annotHidden|annotNoView) != 0 || a.Key("Subtype").Name() == "Popup" {
 		return
 	}
@@ -133,17 +163,15 @@ func (w *contentWalker) annotation(a, pageResources pdf.Value) {
 	}
 	rx0, rx1 := minMax(rect.Index(0).Float64(), rect.Index(2).Float64())
 	ry0, ry1 := minMax(rect.Index(1).Float64(), rect.Index(3).Float64())
-	sx, sy := 1.0, 1.0
-	if x1 > x0 {
-		sx = (rx1 - rx0) / (x1 - x0)
+	if !(x1 > x0 && y1 > y0 && rx1 > rx0 && ry1 > ry0) {
+		return // nothing of it can be seen
 	}
-	if y1 > y0 {
-		sy = (ry1 - ry0) / (y1 - y0)
-	}
+	sx, sy := (rx1-rx0)/(x1-x0), (ry1-ry0)/(y1-y0)
 	res := ap.Key("Resources")
 	if res.IsNull() {
 		res = pageResources
 	}
+	w.room()
 	*w.out = append(*w.out, glyph{brk: true})
 	w.run(ap, res, gstate{ctm: m.mul(affine{sx, 0, 0, sy, rx0 - x0*sx, ry0 - y0*sy}), scale: 1}, 1)
 }
@@ -173,6 +201,13 @@ type contentWalker struct {
 // poster of small print a hundred thousand.
 const maxPageGlyphs = 1 << 20
 
+// room stops the page (an overBudget panic) when it holds maxPageGlyphs.
+func (w *contentWalker) room() {
+	if len(*w.out) >= maxPageGlyphs {
+		panic(overBudget{failf(ErrTooLarge, "a page of the file shows more than %d characters (a decompression bomb?)", maxPageGlyphs)})
+	}
+}
+
 // overBudget is pageGlyphs' panic when the text passes the budget or a
 // page maxPageGlyphs.
 type overBudget struct{ err error }
@@ -192,9 +227,7 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 			if err := w.budget.spend(len(c.text)); err != nil {
 				panic(overBudget{err})
 			}
-			if len(*w.out) >= maxPageGlyphs {
-				panic(overBudget{failf(ErrTooLarge, "a page of the file shows more than %d characters (a decompression bomb?)", maxPageGlyphs)})
-			}
+			w.room()
 			trm := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
 			adv := c.width/1000*g.size + g.charSpace
 			if c.space {
@@ -334,6 +367,7 @@ type pdfFont struct {
 	composite bool             // Type0: codes of 1-4 bytes per the code space; else one byte
 	codeBytes int              // a composite font's code length when toUnicode gives no code space
 	ucs2      bool             // composite font with a UCS-2/UTF-16 CMap
+	dingbats  bool             // ZapfDingbats in its built-in encoding
 	widths    map[int]float64
 	firstChar int
 	defWidth  float64
@@ -365,6 +399,11 @@ func newPDFFont(v pdf.Value) *pdfFont {
 		return f
 	}
 	f.simple = (&pdf.Font{V: v}).Encoder()
+	base := v.Key("BaseFont").Name()
+	if _, after, ok := strings.Cut(base, "+"); ok { // a subset's tag
+		base = after
+	}
+	f.dingbats = v.Key("Encoding").IsNull() && (base == "ZapfDingbats" || base == "Dingbats")
 	f.firstChar = int(v.Key("FirstChar").Int64())
 	ws := v.Key("Widths")
 	for i := 0; i < ws.Len(); i++ {
@@ -432,6 +471,8 @@ func (f *pdfFont) decode(raw string) []decoded {
 		case text != "":
 		case f.ucs2:
 			text = string(utf16.Decode([]uint16{uint16(code)}))
+		case f.dingbats:
+			text = dingbat(code)
 		case f.simple != nil:
 			text = f.simple.Decode(raw[:n])
 		case !f.composite:
@@ -442,3 +483,23 @@ func (f *pdfFont) decode(raw string) []decoded {
 	}
 	return out
 }
+
+// dingbat is the character of ZapfDingbats' code (its built-in encoding,
+// which Acrobat's check boxes and radio buttons use: 4 is ✔, l is ●),
+// "" for a code it has none for. Unicode's Dingbats block follows the
+// font's order from U+2700, but for the ten glyphs Unicode already had.
+func dingbat(code int) string {
+	if code == 0x20 {
+		return " "
+	}
+	if code < 0x21 || code > 0x7E {
+		return ""
+	}
+	if r, ok := dingbatsElsewhere[code]; ok {
+		return string(r)
+	}
+	return string(rune(0x2700 + code - 0x20))
+}
+
+var dingbatsElsewhere = map[int]rune{0x25: '☎', 0x2A: '☛', 0x2B: '☞', 0x48: '★', 0x6C: '●',
+	0x6E: '■', 0x73: '▲', 0x74: '▼', 0x75: '◆', 0x77: '◗'}
