@@ -625,32 +625,18 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 // withoutPart is the ZIP package pkg without the part named name.
 func withoutPart(t *testing.T, pkg []byte, name string) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts [][2]string
 	found := false
-	for _, f := range zr.File {
-		if f.Name == name {
+	out := docparsetest.MapParts(t, pkg, func(part string, data []byte) []byte {
+		if part == name {
 			found = true
-			continue
+			return nil
 		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, [2]string{f.Name, string(data)})
-	}
+		return data
+	})
 	if !found {
 		t.Fatalf("the package has no part %s", name)
 	}
-	return docparsetest.Zip(t, parts...)
+	return out
 }
 
 // A small file that unpacks to more text than Options.MaxTextBytes is

@@ -286,7 +286,8 @@ func Understate(t testing.TB, pkg []byte, part string, declared uint64) []byte {
 }
 
 // MapParts is the ZIP package pkg with each part's content replaced by
-// what f makes of it, in the same order.
+// what f makes of it, in the same order; a part f gives no content for
+// (nil) is left out.
 func MapParts(t testing.TB, pkg []byte, f func(name string, data []byte) []byte) []byte {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
@@ -305,11 +306,15 @@ func MapParts(t testing.TB, pkg []byte, f func(name string, data []byte) []byte)
 		if err != nil {
 			t.Fatal(err)
 		}
+		data = f(e.Name, data)
+		if data == nil {
+			continue
+		}
 		w, err := zw.Create(e.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.Write(f(e.Name, data)); err != nil {
+		if _, err := w.Write(data); err != nil {
 			t.Fatal(err)
 		}
 	}
