@@ -565,6 +565,25 @@ func TestAPDFsAnnotationsCountAgainstItsBudget(t *testing.T) {
 	}
 }
 
+func TestAPDFsOperandsWithoutAnOperatorAreBounded(t *testing.T) {
+	t.Parallel()
+	// "1 1 1 …" with no operator: the interpreter would hold every number
+	// (100 million of them, a 200 KB file, took 15 GB).
+	bomb := docparsetest.FlatePDF(t, []byte("BT /F1 12 Tf 72 712 Td (before) Tj ET\n"+strings.Repeat("1 ", 300_000)+"Tj"))
+	if _, err := docparse.Parse(context.Background(), "numbers.pdf", bomb, docparse.Options{}); !errors.Is(err, docparse.ErrTooLarge) {
+		t.Errorf("a stream of numbers: %v; want ErrTooLarge", err)
+	}
+	// Names, strings, arrays and comments count as what they are: a page
+	// with long arrays and strings holding operator-like words is read.
+	page := "BT /F1 12 Tf 72 712 Td [" + strings.Repeat("(x) -20 ", 5000) + "] TJ ET\n" +
+		"% a comment saying 1 2 3 Tj\n" +
+		"BT /F1 12 Tf 72 690 Td (a string (with Tj and \\) inside) ) Tj <414243> Tj /Name1 /Name2 pop ET"
+	doc := parse(t, "arrays.pdf", docparsetest.FlatePDF(t, []byte(page)))
+	if !strings.Contains(doc.Text(), "a string (with Tj and ) inside)") {
+		t.Errorf("text %.80q…", doc.Text())
+	}
+}
+
 func TestAPDFsRightToLeftTextIsReadInReadingOrder(t *testing.T) {
 	t.Parallel()
 	// Drawn from left to right, as most producers do, or in the order

@@ -64,3 +64,34 @@ func TestLinesDrawnInReadingOrderAreLeftAlone(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+func TestOperandCounterTellsOperandsFromOperators(t *testing.T) {
+	for _, tc := range []struct {
+		stream string
+		want   int // operands waiting at the end
+	}{
+		{"1 2 3", 2}, // the last number may go on
+		{"1 2 3 m", 3},
+		{"1 2 3 ", 3},
+		{"1 2 3 m ", 0},
+		{"/A /B (s) <00> [1 2] true ", 7},
+		{"(a (b) \\) c) << /K 1 >> ", 3},
+		{"% 1 2 3 Tj\n4 ", 1},
+		{"0.5 -3 +2 .1 cm 7 ", 1},
+		{"(Tj) Tj\n", 0},
+	} {
+		var c operandCounter
+		if got := c.feed([]byte(tc.stream)); got != tc.want {
+			t.Errorf("%q: %d operands waiting, want %d", tc.stream, got, tc.want)
+		}
+		// Fed a byte at a time, the same.
+		var d operandCounter
+		got := 0
+		for i := range len(tc.stream) {
+			got = d.feed([]byte{tc.stream[i]})
+		}
+		if got != tc.want {
+			t.Errorf("%q byte by byte: %d, want %d", tc.stream, got, tc.want)
+		}
+	}
+}

@@ -208,6 +208,154 @@ func (w *contentWalker) room() {
 	}
 }
 
+// scan reads a content stream (or an array of them) once before the
+// interpreter does, for what the interpreter cannot bound: its bytes are
+// taken from the operator budget (one operator per bytesPerOp: lexing
+// them costs about as much), so that padding a stream that is drawn
+// again and again costs its share; and more than maxOperands operands
+// with no operator after them stop the page, as the interpreter would
+// hold them all on its stack (a 200 KB file of "1 1 1 …" took 15 GB).
+func (w *contentWalker) scan(strm pdf.Value) {
+	streams := []pdf.Value{strm}
+	if strm.Kind() == pdf.Array {
+		streams = streams[:0]
+		for i := range strm.Len() {
+			streams = append(streams, strm.Index(i))
+		}
+	}
+	var (
+		buf [8 << 10]byte
+		lx  operandCounter
+	)
+	for _, s := range streams {
+		rc := s.Reader()
+		for {
+			n, err := rc.Read(buf[:])
+			if lx.feed(buf[:n]) > maxOperands {
+				rc.Close()
+				panic(overBudget{failf(ErrTooLarge, "a page of the file gives more than %d operands to no drawing operation (a memory bomb?)", maxOperands)})
+			}
+			if err := w.budget.ops(int64(n) / bytesPerOp); err != nil {
+				rc.Close()
+				panic(overBudget{err})
+			}
+			if err != nil {
+				break
+			}
+		}
+		rc.Close()
+	}
+}
+
+// maxOperands is the most operands scan lets wait for their operator (a
+// line's TJ array holds a few hundred); bytesPerOp is how many bytes of a
+// content stream weigh one operator.
+const (
+	maxOperands = 1 << 18
+	bytesPerOp  = 32
+)
+
+// operandCounter follows the tokens of a content stream (PDF 32000-1,
+// 7.2) as far as telling operands from operators: names, strings and
+// numbers are operands, a bare word (other than true, false, null) is an
+// operator.
+type operandCounter struct {
+	operands  int
+	state     byte // 0 between tokens, 'w' in a word or number, '/' in a name, '(' in a string, '<' in a hex string, '%' in a comment
+	depth     int  // a string's open parentheses
+	escaped   bool // the last byte of a string was a backslash
+	word      []byte
+	maybeDict bool // the last byte was a '<' between tokens
+}
+
+// feed takes the next bytes and returns the operands waiting.
+func (c *operandCounter) feed(data []byte) int {
+	for _, b := range data {
+		switch c.state {
+		case '(':
+			switch {
+			case c.escaped:
+				c.escaped = false
+			case b == '\\':
+				c.escaped = true
+			case b == '(':
+				c.depth++
+			case b == ')':
+				if c.depth--; c.depth == 0 {
+					c.state = 0
+				}
+			}
+			continue
+		case '<':
+			if c.maybeDict {
+				c.maybeDict = false
+				if b == '<' { // "<<": a dictionary, not a string
+					c.state = 0
+					continue
+				}
+				c.operands++
+			}
+			if b == '>' {
+				c.state = 0
+			}
+			continue
+		case '%':
+			if b == '\n' || b == '\r' {
+				c.state = 0
+			}
+			continue
+		case 'w', '/':
+			if !pdfDelimiter(b) && !pdfSpace(b) {
+				if c.state == 'w' && len(c.word) < 8 {
+					c.word = append(c.word, b)
+				}
+				continue
+			}
+			c.endWord()
+		}
+		switch {
+		case pdfSpace(b):
+		case b == '(':
+			c.operands++
+			c.state, c.depth = '(', 1
+		case b == '<':
+			c.state, c.maybeDict = '<', true
+		case b == '%':
+			c.state = '%'
+		case b == '/':
+			c.operands++
+			c.state = '/'
+		case pdfDelimiter(b):
+		default:
+			c.state, c.word = 'w', append(c.word[:0], b)
+		}
+	}
+	return c.operands
+}
+
+// endWord ends a word or name: an operator clears the operands.
+func (c *operandCounter) endWord() {
+	if c.state == 'w' {
+		switch w := string(c.word); {
+		case w == "true" || w == "false" || w == "null":
+			c.operands++
+		case w[0] >= '0' && w[0] <= '9' || w[0] == '.' || w[0] == '-' || w[0] == '+':
+			c.operands++
+		default:
+			c.operands = 0
+		}
+	}
+	c.state = 0
+}
+
+func pdfSpace(b byte) bool {
+	return b == 0 || b == '\t' || b == '\n' || b == '\f' || b == '\r' || b == ' '
+}
+
+func pdfDelimiter(b byte) bool {
+	return strings.IndexByte("()<>[]{}/%", b) >= 0
+}
+
 // overBudget is pageGlyphs' panic when the text passes the budget or a
 // page maxPageGlyphs.
 type overBudget struct{ err error }
@@ -242,6 +390,7 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 		tlm = translate(tx, ty).mul(tlm)
 		tm = tlm
 	}
+	w.scan(strm)
 	pdf.Interpret(strm, func(stk *pdf.Stack, op string) {
 		if err := w.budget.op(); err != nil {
 			panic(overBudget{err})
