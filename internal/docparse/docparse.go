@@ -261,3 +261,23 @@ func (e *docError) Unwrap() error { return e.kind }
 func failf(kind error, format string, args ...any) error {
 	return &docError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
+
+// maxHeadingRunes is the longest heading a heading path keeps.
+const maxHeadingRunes = 160
+
+// ShortHeading is a heading as a heading path holds it: at most
+// maxHeadingRunes, then "…", and whether it was cut. Every passage under a
+// heading carries its path, so a long "heading" (a paragraph styled as
+// one) would be stored again with each: a 1 MB document of eight 256 KB
+// headings made a gigabyte of paths. A cut heading's whole text belongs in
+// the section's text.
+func ShortHeading(s string) (string, bool) {
+	n := 0
+	for i := range s {
+		if n == maxHeadingRunes {
+			return s[:i] + "…", true
+		}
+		n++
+	}
+	return s, false
+}

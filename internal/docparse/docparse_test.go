@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 	"go.uber.org/goleak"
@@ -130,6 +131,22 @@ func TestStrictOfficeFilesAndWordNotesAreRead(t *testing.T) {
 	plain = parse(t, "tides.xlsx", xlsx)
 	if strict := parse(t, "tides.xlsx", docparsetest.Strict(t, xlsx)); !equalSections(strict.Sections, plain.Sections) || len(plain.Sections) == 0 {
 		t.Errorf("strict XLSX: sections\n%+v\nwant\n%+v", strict.Sections, plain.Sections)
+	}
+}
+
+func TestALongHeadingIsCutInPathsAndKeptAsText(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("harbour ", 100) + "lighthouse"
+	docx := parse(t, "long.docx", docparsetest.DOCX(t, "Long",
+		docparsetest.Para{Level: 1, Text: long},
+		docparsetest.Para{Level: 2, Text: "Tides"},
+		docparsetest.Para{Text: "High water at six."}))
+	pptx := parse(t, "long.pptx", docparsetest.PPTX(t, docparsetest.Slide{Title: long, Body: []string{"High water at six."}}))
+	for what, doc := range map[string]*docparse.Document{"DOCX": docx, "PPTX": pptx} {
+		last := doc.Sections[len(doc.Sections)-1]
+		if utf8.RuneCountInString(last.Heading) > 170 || !strings.Contains(last.Heading, "…") || !strings.Contains(doc.Text(), "harbour lighthouse") {
+			t.Errorf("%s: sections %+v", what, doc.Sections)
+		}
 	}
 }
 

@@ -292,7 +292,11 @@ func (w *wordWalker) endParagraph() {
 		w.title = text
 		w.secs.add(text)
 	case level > 0:
-		w.secs.heading(level, text)
+		short, cut := ShortHeading(text)
+		w.secs.heading(level, short)
+		if cut {
+			w.secs.add(text)
+		}
 	default:
 		w.secs.add(text)
 	}

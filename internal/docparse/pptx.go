@@ -51,10 +51,15 @@ func parsePPTX(ctx context.Context, data []byte, opts Options) (*Document, error
 			return nil, failf(ErrCorrupt, "the file is damaged: slide %d is not valid XML (%v)", i+1, err)
 		}
 		if len(blocks) > 0 || title != "" {
+			short, cut := ShortHeading(title)
+			if cut {
+				blocks = append([]string{title}, blocks...)
+			}
 			text := strings.Join(blocks, "\n\n")
 			if text == "" {
 				text = title
 			}
+			title = short
 			if err := budget.spend(len(text)); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/chatpipe/chatpipe/internal/tokens"
 )
@@ -76,6 +77,28 @@ Last words.`
 	}
 	if got := contents(chunks); !reflect.DeepEqual(got, wantContents) {
 		t.Errorf("contents = %q, want %q (a chunk never spans sections, no overlap across them)", got, wantContents)
+	}
+}
+
+func TestALongHeadingIsCutInPathsAndKeptAsText(t *testing.T) {
+	t.Parallel()
+	// A paragraph written as a heading: every chunk under it would carry
+	// it whole in its path.
+	long := strings.Repeat("harbour ", 100) + "lighthouse"
+	c := Chunker{TargetTokens: 100, OverlapTokens: 10}
+	chunks := c.Markdown("# " + long + "\n\nFirst.\n\n## Tides\n\nSecond.")
+	checkInvariants(t, c, chunks)
+	for _, ch := range chunks {
+		if n := utf8.RuneCountInString(ch.Heading); n > 170 {
+			t.Errorf("chunk %d: heading of %d runes", ch.Index, n)
+		}
+	}
+	var all strings.Builder
+	for _, ch := range chunks {
+		all.WriteString(ch.Content + "\n")
+	}
+	if !strings.Contains(all.String(), "harbour lighthouse") || !strings.HasSuffix(chunks[len(chunks)-1].Heading, "… > Tides") {
+		t.Errorf("chunks %+v", chunks)
 	}
 }
 

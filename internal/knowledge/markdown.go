@@ -3,6 +3,7 @@ package knowledge
 import (
 	"strings"
 
+	"github.com/chatpipe/chatpipe/internal/docparse"
 	"github.com/chatpipe/chatpipe/internal/tokens"
 )
 
@@ -119,10 +120,15 @@ func parseMarkdown(text string) []section {
 			for len(path) > 0 && path[len(path)-1].level >= level {
 				path = path[:len(path)-1]
 			}
+			short, cut := docparse.ShortHeading(title)
 			if title != "" {
-				path = append(path, heading{level, title})
+				path = append(path, heading{level, short})
 			}
 			sections = append(sections, section{heading: joinPath(path)})
+			if cut { // the whole title is text of the section
+				cur = &block{kind: paragraphBlock, lines: []string{title}}
+				endBlock()
+			}
 			continue
 		}
 		if strings.TrimSpace(line) == "" {
