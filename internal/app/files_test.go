@@ -176,7 +176,7 @@ func TestStrictWordFilesAndTheirFootnotesAreSearchable(t *testing.T) {
 	h := newHarness(t, ragMode)
 	docx := docparsetest.DOCX(t, "Lease",
 		docparsetest.Para{Level: 1, Text: "Terms"},
-		docparsetest.Para{Text: "The tenant pays on the first of the month."})
+		docparsetest.Para{Text: "The tenant pays on the first of the month.", Footnote: 1})
 	docx = docparsetest.WithPart(t, docx, "word/footnotes.xml",
 		docparsetest.Footnotes("Late payment adds a fee of two percent."))
 	doc := h.mustUpload("lease.docx", docparsetest.Strict(t, docx))

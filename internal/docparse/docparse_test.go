@@ -97,9 +97,12 @@ func TestStrictOfficeFilesAndWordNotesAreRead(t *testing.T) {
 	t.Parallel()
 	docx := docparsetest.DOCX(t, "Lease",
 		docparsetest.Para{Level: 1, Text: "Terms"},
-		docparsetest.Para{Text: "The tenant pays on the first of the month."})
-	docx = docparsetest.WithPart(t, docx, "word/footnotes.xml",
-		docparsetest.Footnotes("Late payment adds a fee of two percent."))
+		docparsetest.Para{Text: "The tenant pays on the first of the month.", Footnote: 1})
+	// Word shows neither a note the text does not refer to (2) nor text
+	// in a separator.
+	notes := strings.Replace(string(docparsetest.Footnotes("Late payment adds a fee of two percent.", "An unreferenced draft clause.")),
+		"<w:separator/>", "<w:separator/><w:t>separator words</w:t>", 1)
+	docx = docparsetest.WithPart(t, docx, "word/footnotes.xml", []byte(notes))
 	want := []docparse.Section{
 		{Heading: "Terms", Text: "The tenant pays on the first of the month."},
 		{Heading: "Footnotes", Text: "Late payment adds a fee of two percent."},
@@ -621,7 +624,7 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 	}
 	data := docparsetest.ObjectsPDF("", onePage(
 		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Applicant name:) Tj 0 -30 Td (Approved:) Tj ET"),
-		"[6 0 R 8 0 R 12 0 R 14 0 R 16 0 R 18 0 R 19 0 R]",
+		"[6 0 R 8 0 R 12 0 R 14 0 R 16 0 R 18 0 R 19 0 R 22 0 R 23 0 R 24 0 R 25 0 R]",
 		// A filled text field, its appearance drawn into its rectangle.
 		"<< /Type /Annot /Subtype /Widget /FT /Tx /Rect [180 690 330 710] /V (Marguerite Okafor) /AP << /N 7 0 R >> >>",
 		appearance("Marguerite Okafor"),
@@ -645,6 +648,15 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 		"<< /Type /Font /Subtype /Type1 /BaseFont /ZapfDingbats >>",
 		docparsetest.Stream("/Type /XObject /Subtype /Form /BBox [0 0 20 20] /Resources << /Font << /ZaDb 20 0 R >> >>",
 			"/Tx BMC BT /ZaDb 12 Tf 4 5 Td (4) Tj ET EMC"),
+		// Not shown either: Hidden written as a real, Invisible on a
+		// type that is not standard, no area, an appearance that is
+		// not a form.
+		"<< /Type /Annot /Subtype /FreeText /F 2.0 /Rect [72 300 300 320] /AP << /N 13 0 R >> >>",
+		"<< /Type /Annot /Subtype /FooBar /F 1 /Rect [72 300 300 320] /AP << /N 13 0 R >> >>",
+		"<< /Type /Annot /Subtype /FreeText /Rect [100 100 100 100] /AP << /N 13 0 R >> >>",
+		"<< /Type /Annot /Subtype /FreeText /Rect [72 300 300 320] /AP << /N 26 0 R >> >>",
+		docparsetest.Stream("/Type /XObject /Subtype /Image /Width 1 /Height 1 /BBox [0 0 150 20] /Resources << /Font << /F1 5 0 R >> >>",
+			"BT /F1 10 Tf 2 5 Td (hidden image bytes) Tj ET"),
 	)...)
 	doc := parse(t, "application.pdf", data)
 	text := doc.Text()

@@ -48,7 +48,7 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 		return nil, cmp.Or(err, failf(ErrCorrupt, "the file is damaged: word/document.xml is missing"))
 	}
 	defer body.Close()
-	w := &wordWalker{part: "word/document.xml", styles: styles, budget: opts.budget()}
+	w := &wordWalker{part: "word/document.xml", styles: styles, budget: opts.budget(), refs: map[string]bool{}}
 	if err := w.walk(ctx, body); err != nil {
 		return nil, err
 	}
@@ -59,10 +59,10 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 	}
 	// Footnotes and endnotes (citations, the small print of a contract)
 	// follow the body, each kind under a heading of its own.
-	for _, notes := range []struct{ part, heading string }{
-		{"word/footnotes.xml", "Footnotes"}, {"word/endnotes.xml", "Endnotes"},
+	for _, notes := range []struct{ part, note, heading string }{
+		{"word/footnotes.xml", "footnote", "Footnotes"}, {"word/endnotes.xml", "endnote", "Endnotes"},
 	} {
-		secs, err := readNotes(ctx, p, notes.part, styles, w.budget)
+		secs, err := readNotes(ctx, p, notes.part, notes.note, w.refs, styles, w.budget)
 		switch {
 		case errors.Is(err, ErrCorrupt):
 			continue // damaged notes cost the notes, not the body
@@ -78,15 +78,16 @@ func parseDOCX(ctx context.Context, data []byte, opts Options) (*Document, error
 	return doc, nil
 }
 
-// readNotes reads the sections of a part of notes, none when the package
-// has no such part.
-func readNotes(ctx context.Context, p *pkg, part string, styles map[string]wordStyle, budget *textBudget) ([]Section, error) {
+// readNotes reads the sections of a part of notes (note: its element,
+// "footnote" or "endnote"): those refs says the body refers to, none
+// when the package has no such part.
+func readNotes(ctx context.Context, p *pkg, part, note string, refs map[string]bool, styles map[string]wordStyle, budget *textBudget) ([]Section, error) {
 	r, err := p.open(part)
 	if err != nil || r == nil {
 		return nil, err
 	}
 	defer r.Close()
-	w := &wordWalker{part: part, styles: styles, budget: budget}
+	w := &wordWalker{part: part, styles: styles, budget: budget, note: note, refs: refs}
 	if err := w.walk(ctx, r); err != nil {
 		return nil, err
 	}
@@ -181,6 +182,13 @@ type wordWalker struct {
 	rowCells  []string        // cells of the current row
 	cell      []string        // paragraphs of the current cell
 	depth     int             // table nesting depth
+
+	// Notes: the body records the footnotes and endnotes it refers to
+	// (refs, by kind and id); a part of notes (note: "footnote" or
+	// "endnote") reads only those, never a separator, as Word shows them.
+	refs     map[string]bool
+	note     string
+	skipping bool // inside a note not shown
 }
 
 func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
@@ -205,7 +213,17 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 			if transitional(t.Name.Space) != nsWord {
 				continue
 			}
+			if w.note != "" && t.Name.Local == w.note {
+				w.skipping = attr(t, "type") != "" || !w.refs[w.note+" "+attr(t, "id")]
+			}
+			if w.skipping {
+				continue
+			}
 			switch t.Name.Local {
+			case "footnoteReference", "endnoteReference":
+				if w.refs != nil {
+					w.refs[strings.TrimSuffix(t.Name.Local, "Reference")+" "+attr(t, "id")] = true
+				}
 			case "t":
 				inText = true
 			case "tab":
@@ -233,7 +251,7 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 				}
 			}
 		case xml.CharData:
-			if inText {
+			if inText && !w.skipping {
 				if err := w.budget.spend(len(t)); err != nil {
 					return err
 				}
@@ -241,6 +259,10 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 			}
 		case xml.EndElement:
 			if transitional(t.Name.Space) != nsWord {
+				continue
+			}
+			if w.skipping {
+				w.skipping = t.Name.Local != w.note
 				continue
 			}
 			switch t.Name.Local {

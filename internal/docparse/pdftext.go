@@ -118,11 +118,20 @@ func (w *contentWalker) annots(page pdf.Value) (annots pdf.Value) {
 	return annots
 }
 
-// Annotation flags (PDF 32000-1, 12.5.3) of an annotation not shown.
+// Annotation flags (PDF 32000-1, 12.5.3) of an annotation not shown:
+// Invisible hides one of a type that is not standard.
 const (
-	annotHidden = 1 << 1
-	annotNoView = 1 << 5
+	annotInvisible = 1 << 0
+	annotHidden    = 1 << 1
+	annotNoView    = 1 << 5
 )
+
+// standardAnnotations are the annotation types of PDF 32000-1 and 2.0.
+var standardAnnotations = map[string]bool{"Text": true, "Link": true, "FreeText": true, "Line": true,
+	"Square": true, "Circle": true, "Polygon": true, "PolyLine": true, "Highlight": true, "Underline": true,
+	"Squiggly": true, "StrikeOut": true, "Stamp": true, "Caret": true, "Ink": true, "Popup": true,
+	"FileAttachment": true, "Sound": true, "Movie": true, "Widget": true, "Screen": true, "PrinterMark": true,
+	"TrapNet": true, "Watermark": true, "3D": true, "Redact": true, "Projection": true, "RichMedia": true}
 
 // annotation adds the text an annotation shows on the page, after the
 // page's own, as lines of its own: a filled form's values, a signature's
@@ -140,7 +149,9 @@ func (w *contentWalker) annotation(annots pdf.Value, i int, pageResources pdf.Va
 		}
 	}()
 	a := annots.Index(i)
-	if a.Key("F").Int64()&(annotHidden|annotNoView) != 0 || a.Key("Subtype").Name() == "Popup" {
+	flags, subtype := int64(a.Key("F").Float64()), a.Key("Subtype").Name() // F may be written as a real
+	if flags&(annotHidden|annotNoView) != 0 || subtype == "Popup" ||
+		flags&annotInvisible != 0 && !standardAnnotations[subtype] {
 		return
 	}
 	ap := a.Key("AP").Key("N")
@@ -148,7 +159,8 @@ func (w *contentWalker) annotation(annots pdf.Value, i int, pageResources pdf.Va
 		ap = ap.Key(a.Key("AS").Name())
 	}
 	rect, bbox := a.Key("Rect"), ap.Key("BBox")
-	if ap.Kind() != pdf.Stream || rect.Len() != 4 || bbox.Len() != 4 {
+	if ap.Kind() != pdf.Stream || rect.Len() != 4 || bbox.Len() != 4 ||
+		!ap.Key("Subtype").IsNull() && ap.Key("Subtype").Name() != "Form" { // an image, a file: nothing to read
 		return
 	}
 	m, ok := matrixOf(ap.Key("Matrix"))

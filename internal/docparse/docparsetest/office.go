@@ -12,15 +12,17 @@ import (
 // Para is a DOCX paragraph: Level 1..9 makes it a heading ("Heading N"
 // style), 0 body text; Rows, when set, make it a table instead.
 type Para struct {
-	Level int
-	Text  string
-	Rows  [][]string
+	Level    int
+	Text     string
+	Rows     [][]string
+	Footnote int // the id of a footnote it refers to (see Footnotes), 0 = none
 }
 
 const wordNS = `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"`
 
 // Footnotes is a word/footnotes.xml holding Word's two separators and a
-// note of each text (for WithPart).
+// note of each text, numbered from 1 (for WithPart; a paragraph shows one
+// by its Para.Footnote).
 func Footnotes(texts ...string) []byte {
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:footnotes ` + wordNS + `>` +
@@ -70,7 +72,11 @@ func DOCX(t testing.TB, title string, paras ...Para) []byte {
 		if p.Level > 0 {
 			fmt.Fprintf(&body, `<w:pPr><w:pStyle w:val="Heading%d"/></w:pPr>`, p.Level)
 		}
-		fmt.Fprintf(&body, "<w:r><w:t>%s</w:t></w:r></w:p>", html.EscapeString(p.Text))
+		fmt.Fprintf(&body, "<w:r><w:t>%s</w:t></w:r>", html.EscapeString(p.Text))
+		if p.Footnote > 0 {
+			fmt.Fprintf(&body, `<w:r><w:footnoteReference w:id="%d"/></w:r>`, p.Footnote)
+		}
+		body.WriteString("</w:p>")
 	}
 	var styles strings.Builder
 	for i := 1; i <= 9; i++ {
