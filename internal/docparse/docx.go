@@ -214,7 +214,8 @@ func (w *wordWalker) walk(ctx context.Context, r io.Reader) error {
 				continue
 			}
 			if w.note != "" && t.Name.Local == w.note {
-				w.skipping = attr(t, "type") != "" || !w.refs[w.note+" "+attr(t, "id")]
+				typ := attr(t, "type") // separator, continuationSeparator, continuationNotice, or normal
+				w.skipping = typ != "" && typ != "normal" || !w.refs[w.note+" "+attr(t, "id")]
 			}
 			if w.skipping {
 				continue

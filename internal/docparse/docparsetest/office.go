@@ -29,7 +29,7 @@ func Footnotes(texts ...string) []byte {
 		`<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>` +
 		`<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p></w:footnote>`)
 	for i, text := range texts {
-		fmt.Fprintf(&b, `<w:footnote w:id="%d"><w:p><w:r><w:footnoteRef/></w:r><w:r><w:t xml:space="preserve"> %s</w:t></w:r></w:p></w:footnote>`,
+		fmt.Fprintf(&b, `<w:footnote w:type="normal" w:id="%d"><w:p><w:r><w:footnoteRef/></w:r><w:r><w:t xml:space="preserve"> %s</w:t></w:r></w:p></w:footnote>`,
 			i+1, html.EscapeString(text))
 	}
 	b.WriteString(`</w:footnotes>`)
