@@ -556,6 +556,9 @@ func endsInDigit(s string, first bool) bool {
 
 // isRTL reports a letter of a script written right to left.
 func isRTL(r rune) bool {
+	if r < 0x0590 { // below Hebrew: Latin, Greek, Cyrillic …
+		return false
+	}
 	return unicode.IsLetter(r) && unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko)
 }
 
