@@ -3,6 +3,7 @@ package docparse_test
 import (
 	"archive/zip"
 	"bytes"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -592,6 +593,27 @@ func TestAPDFsOperandsWithoutAnOperatorAreBounded(t *testing.T) {
 	bomb := docparsetest.FlatePDF(t, []byte("BT /F1 12 Tf 72 712 Td (before) Tj ET\n"+strings.Repeat("1 ", 300_000)+"Tj"))
 	if _, err := docparse.Parse(context.Background(), "numbers.pdf", bomb, docparse.Options{}); !errors.Is(err, docparse.ErrTooLarge) {
 		t.Errorf("a stream of numbers: %v; want ErrTooLarge", err)
+	}
+	// The same with a name the reader's interpreter looks up (PostScript's
+	// def): each use pushes a value.
+	defined := docparsetest.FlatePDF(t, []byte("1 dict begin /x 0 def\n"+strings.Repeat("x ", 300_000)+"Tj"))
+	if _, err := docparse.Parse(context.Background(), "names.pdf", defined, docparse.Options{}); !errors.Is(err, docparse.ErrTooLarge) {
+		t.Errorf("a stream of defined names: %v; want ErrTooLarge", err)
+	}
+	// Padding read a few bytes at a time (a deflate block every 31 bytes)
+	// weighs on the budget as padding read at once.
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	pad := []byte(strings.Repeat(" ", 31))
+	for range (2 << 20) / 31 {
+		zw.Write(pad)
+		zw.Flush()
+	}
+	zw.Write([]byte("BT /F1 12 Tf 72 712 Td (padded) Tj ET"))
+	zw.Close()
+	padded := docparsetest.ObjectsPDF("", onePage(docparsetest.Stream("/Filter /FlateDecode", z.String()), "")...)
+	if _, err := docparse.Parse(context.Background(), "padded.pdf", padded, docparse.Options{MaxTextBytes: 4096}); !errors.Is(err, docparse.ErrTextLimit) {
+		t.Errorf("padding in short blocks: %v; want ErrTextLimit", err)
 	}
 	// Names, strings, arrays and comments count as what they are: a page
 	// with long arrays and strings holding operator-like words is read.

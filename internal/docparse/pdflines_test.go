@@ -79,6 +79,9 @@ func TestOperandCounterTellsOperandsFromOperators(t *testing.T) {
 		{"% 1 2 3 Tj\n4 ", 1},
 		{"0.5 -3 +2 .1 cm 7 ", 1},
 		{"(Tj) Tj\n", 0},
+		// A name defined in PostScript pushes a value each time.
+		{"1 dict begin /x 0 def x x x ", 9},
+		{"true false null ", 3},
 	} {
 		var c operandCounter
 		if got := c.feed([]byte(tc.stream)); got != tc.want {

@@ -203,9 +203,10 @@ func matrixOf(v pdf.Value) (affine, bool) {
 }
 
 type contentWalker struct {
-	fonts  map[string]*pdfFont // by font object, per page
-	out    *[]glyph
-	budget *textBudget
+	scanned int64               // bytes scan read that no operator was taken for yet
+	fonts   map[string]*pdfFont // by font object, per page
+	out     *[]glyph
+	budget  *textBudget
 }
 
 // maxPageGlyphs bounds the glyphs of one page, held until its text is
@@ -247,10 +248,12 @@ func (w *contentWalker) scan(strm pdf.Value) {
 				rc.Close()
 				panic(overBudget{failf(ErrTooLarge, "a page of the file gives more than %d operands to no drawing operation (a memory bomb?)", maxOperands)})
 			}
-			if err := w.budget.ops(int64(n) / bytesPerOp); err != nil {
+			w.scanned += int64(n) // a remainder carries on: reads may be short
+			if err := w.budget.ops(w.scanned / bytesPerOp); err != nil {
 				rc.Close()
 				panic(overBudget{err})
 			}
+			w.scanned %= bytesPerOp
 			if err != nil {
 				break
 			}
@@ -268,9 +271,10 @@ const (
 )
 
 // operandCounter follows the tokens of a content stream (PDF 32000-1,
-// 7.2) as far as telling operands from operators: names, strings and
-// numbers are operands, a bare word (other than true, false, null) is an
-// operator.
+// 7.2) as far as telling operands from operators: an operator is one of
+// the content-stream operators (Annex A); anything else pushes onto the
+// interpreter's stack, including a bare word (the reader's interpreter
+// knows a little PostScript: after "/x 0 def", each x pushes a value).
 type operandCounter struct {
 	operands  int
 	state     byte // 0 between tokens, 'w' in a word or number, '/' in a name, '(' in a string, '<' in a hex string, '%' in a comment
@@ -348,17 +352,26 @@ func (c *operandCounter) feed(data []byte) int {
 // endWord ends a word or name: an operator clears the operands.
 func (c *operandCounter) endWord() {
 	if c.state == 'w' {
-		switch w := string(c.word); {
-		case w == "true" || w == "false" || w == "null":
-			c.operands++
-		case w[0] >= '0' && w[0] <= '9' || w[0] == '.' || w[0] == '-' || w[0] == '+':
-			c.operands++
-		default:
+		if contentOperators[string(c.word)] {
 			c.operands = 0
+		} else {
+			c.operands++ // a number, true, a name the interpreter looks up …
 		}
 	}
 	c.state = 0
 }
+
+// contentOperators are the operators of PDF content streams (PDF
+// 32000-1, Annex A).
+var contentOperators = func() map[string]bool {
+	m := map[string]bool{}
+	for _, op := range strings.Fields(`b B b* B* BDC BI BMC BT BX c cm CS cs d d0 d1 Do DP EI EMC ET EX f F f*
+		G g gs h i ID j J K k l m M MP n q Q re RG rg ri s S SC sc SCN scn sh T* Tc Td TD Tf Tj TJ TL Tm
+		Tr Ts Tw Tz v w W W* y ' "`) {
+		m[op] = true
+	}
+	return m
+}()
 
 func pdfSpace(b byte) bool {
 	return b == 0 || b == '\t' || b == '\n' || b == '\f' || b == '\r' || b == ' '
