@@ -696,12 +696,12 @@ func TestAPDFsFormValuesAndStampsAreRead(t *testing.T) {
 func withoutPart(t *testing.T, pkg []byte, name string) []byte {
 	t.Helper()
 	found := false
-	out := docparsetest.MapParts(t, pkg, func(part string, data []byte) []byte {
+	out := docparsetest.MapParts(t, pkg, func(part string, data []byte) (string, []byte) {
 		if part == name {
 			found = true
-			return nil
+			return part, nil
 		}
-		return data
+		return part, data
 	})
 	if !found {
 		t.Fatalf("the package has no part %s", name)

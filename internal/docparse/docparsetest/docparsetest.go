@@ -256,72 +256,78 @@ func UnderstatedZip(t testing.TB) []byte {
 // header that lies without looking like it does.
 func Understate(t testing.TB, pkg []byte, part string, declared uint64) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w := zip.NewWriter(&buf)
-	for _, f := range zr.File {
+	return rewrite(t, pkg, nil, func(w *zip.Writer, f *zip.File) error {
 		raw, err := f.OpenRaw()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		h := f.FileHeader
 		if f.Name == part {
 			h.UncompressedSize64 = declared
 		}
 		fw, err := w.CreateRaw(&h)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			_, err = io.Copy(fw, raw)
 		}
-		if _, err := io.Copy(fw, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+		return err
+	})
 }
 
-// MapParts is the ZIP package pkg with each part's content replaced by
-// what f makes of it, in the same order; a part f gives no content for
-// (nil) is left out.
-func MapParts(t testing.TB, pkg []byte, f func(name string, data []byte) []byte) []byte {
+// rewrite is the ZIP package pkg written again part by part by each,
+// which writes f's part (or none) to w; then, if given, by last.
+func rewrite(t testing.TB, pkg []byte, last func(w *zip.Writer) error, each func(w *zip.Writer, f *zip.File) error) []byte {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range zr.File {
+	w := zip.NewWriter(&buf)
+	w.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(out, flate.BestCompression)
+	})
+	for _, f := range zr.File {
+		if err := each(w, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last != nil {
+		err = last(w)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// MapParts is the ZIP package pkg with each part named and holding what
+// f makes of its name and content, in the same order; a part f gives no
+// content for (nil) is left out.
+func MapParts(t testing.TB, pkg []byte, f func(name string, data []byte) (string, []byte)) []byte {
+	t.Helper()
+	return rewrite(t, pkg, nil, func(w *zip.Writer, e *zip.File) error {
 		rc, err := e.Open()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		data, err := io.ReadAll(rc)
 		rc.Close()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		data = f(e.Name, data)
+		name, data := f(e.Name, data)
 		if data == nil {
-			continue
+			return nil
 		}
-		w, err := zw.Create(e.Name)
-		if err != nil {
-			t.Fatal(err)
+		fw, err := w.Create(name)
+		if err == nil {
+			_, err = fw.Write(data)
 		}
-		if _, err := w.Write(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+		return err
+	})
 }
 
 // FlatePDF is a one-page PDF whose content stream, deflated as a bomb's
@@ -417,31 +423,13 @@ func PageBombPDF(t testing.TB) []byte {
 // small on the wire).
 func WithPart(t testing.TB, pkg []byte, name string, content []byte) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w := zip.NewWriter(&buf)
-	w.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(out, flate.BestCompression)
-	})
-	for _, f := range zr.File {
-		if err := w.Copy(f); err != nil {
-			t.Fatal(err)
+	return rewrite(t, pkg, func(w *zip.Writer) error {
+		fw, err := w.Create(name)
+		if err == nil {
+			_, err = fw.Write(content)
 		}
-	}
-	fw, err := w.Create(name)
-	if err == nil {
-		_, err = fw.Write(content)
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+		return err
+	}, func(w *zip.Writer, f *zip.File) error { return w.Copy(f) })
 }
 
 // RenamePart is the package pkg with its part from renamed to to, and the
@@ -449,29 +437,13 @@ func WithPart(t testing.TB, pkg []byte, name string, content []byte) []byte {
 // to match: a valid package whose part has an unusual name.
 func RenamePart(t testing.TB, pkg []byte, from, to string) []byte {
 	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(pkg), int64(len(pkg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parts [][2]string
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		name, text := f.Name, string(b)
+	return MapParts(t, pkg, func(name string, data []byte) (string, []byte) {
 		switch {
 		case name == from:
-			name = to
+			return to, data
 		case strings.HasSuffix(name, ".rels") || name == "[Content_Types].xml":
-			text = strings.ReplaceAll(text, path.Base(from), path.Base(to))
+			return name, []byte(strings.ReplaceAll(string(data), path.Base(from), path.Base(to)))
 		}
-		parts = append(parts, [2]string{name, text})
-	}
-	return Zip(t, parts...)
+		return name, data
+	})
 }

@@ -48,7 +48,9 @@ func Strict(t testing.TB, pkg []byte) []byte {
 		"http://schemas.openxmlformats.org/spreadsheetml/2006/main", "http://purl.oclc.org/ooxml/spreadsheetml/main",
 		"http://schemas.openxmlformats.org/officeDocument/2006/relationships", "http://purl.oclc.org/ooxml/officeDocument/relationships",
 	)
-	return MapParts(t, pkg, func(_ string, data []byte) []byte { return append([]byte{}, r.Replace(string(data))...) })
+	return MapParts(t, pkg, func(name string, data []byte) (string, []byte) {
+		return name, append([]byte{}, r.Replace(string(data))...)
+	})
 }
 
 // DOCX is a minimal Word document of the given paragraphs and tables.
