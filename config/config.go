@@ -3,7 +3,10 @@
 // key at fault, and hot reload into an atomic snapshot.
 package config
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Config is one immutable configuration snapshot. Never mutate a Config
 // that has been published; build a new one.
@@ -183,6 +186,19 @@ type Embedding struct {
 	Timeout    time.Duration `mapstructure:"timeout"`
 }
 
+// Files lists the files, other than the config file itself, that the
+// configuration reads (knowledge.search.synonyms_file), absolute: Watch
+// reloads the configuration when one of them changes.
+func (c *Config) Files() []string {
+	var out []string
+	if f := c.Knowledge.Search.SynonymsFile; f != "" {
+		if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
 // Search tunes hybrid retrieval: weighted reciprocal rank fusion of the
 // keyword and vector rankings.
 type Search struct {
@@ -194,6 +210,14 @@ type Search struct {
 	// document's lead alone, this much against its keyword score (SQLite;
 	// 0 = off). See docs/retrieval.md, "An English lead score".
 	LeadWeight float64 `mapstructure:"lead_weight"`
+	// SynonymWeight: the words related to the question's by the synonym
+	// groups, searched too and counted this much against the question's
+	// own (0 = off). BuiltinSynonyms: the groups chatpipe ships;
+	// SynonymsFile: an operator's own groups (one group of
+	// comma-separated words per line), read at start and on each reload.
+	SynonymWeight   float64 `mapstructure:"synonym_weight"`
+	BuiltinSynonyms bool    `mapstructure:"builtin_synonyms"`
+	SynonymsFile    string  `mapstructure:"synonyms_file"`
 }
 
 // Auth lists the API keys. Each key belongs to a tenant; sessions, streams

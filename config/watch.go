@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,7 +41,8 @@ type Watcher struct {
 	// Owned by the run goroutine.
 	target  string   // path with symlinks resolved ("" when missing)
 	dirs    []string // directories being watched
-	applied []byte   // file contents onChange last accepted
+	applied []byte   // file contents onChange last accepted, and its Files' (snapshot)
+	files   []string // the current config's Files
 	current *Config  // the config in use as far as we know, for logging what changed
 }
 
@@ -90,6 +92,7 @@ func Watch(path string, onChange func(*Config) error, logger *zap.Logger) (*Watc
 	w.retarget()
 	if cfg, err := Load(path); err == nil {
 		w.current = cfg // best effort: only used to log which keys changed
+		w.follow(cfg)
 	}
 	go w.run()
 	return w, nil
@@ -151,7 +154,7 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return false // Chmod alone: touch, backup tools
 	}
 	name := filepath.Clean(ev.Name)
-	if name == w.path || (w.target != "" && name == w.target) {
+	if name == w.path || (w.target != "" && name == w.target) || slices.Contains(w.files, name) {
 		return true
 	}
 	if ev.Op.Has(fsnotify.Write) && !ev.Op.Has(fsnotify.Create) {
@@ -171,11 +174,17 @@ func (w *Watcher) reload() {
 	case err != nil:
 		w.log.Warn("config reload failed; keeping the current configuration", zap.Error(err))
 		return
-	case w.applied != nil && bytes.Equal(data, w.applied):
+	}
+	cfg, err := parse(data, w.path)
+	snap := data
+	if err == nil {
+		snap = w.snapshot(data, cfg)
+		w.follow(cfg) // a file a rejected config names is watched too: fixing it retries
+	}
+	if w.applied != nil && bytes.Equal(snap, w.applied) {
 		w.log.Debug("config file unchanged")
 		return
 	}
-	cfg, err := parse(data, w.path)
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -187,7 +196,7 @@ func (w *Watcher) reload() {
 		w.log.Warn("config reload rejected by the application; keeping the current configuration", zap.Error(err))
 		return
 	}
-	w.applied = data
+	w.applied = snap
 	if w.current == nil {
 		w.log.Info("config reloaded")
 	} else {
@@ -226,6 +235,36 @@ func flattenPlain(out map[string]any, prefix string, v any) {
 	for k, sub := range m {
 		flattenPlain(out, prefix+k+".", sub)
 	}
+}
+
+// follow watches the files cfg reads besides itself (Config.Files), so
+// that editing one reloads the configuration.
+func (w *Watcher) follow(cfg *Config) {
+	w.files = cfg.Files()
+	for _, f := range w.files {
+		if err := w.watchDir(filepath.Dir(f)); err != nil {
+			w.log.Warn("cannot watch a file the configuration reads; edit the config file to reload it",
+				zap.String("path", f), zap.Error(err))
+		}
+	}
+}
+
+// snapshot is the config file's contents followed by those of the files
+// cfg reads (a missing one as its error): what a reload compares to tell
+// whether anything changed.
+func (w *Watcher) snapshot(data []byte, cfg *Config) []byte {
+	snap := bytes.Clone(data)
+	for _, f := range cfg.Files() {
+		snap = append(snap, 0)
+		snap = append(snap, f...)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		snap = append(snap, 0)
+		snap = append(snap, b...)
+	}
+	return snap
 }
 
 // call runs onChange, turning a panic into an error so that a bad reload

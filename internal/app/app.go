@@ -295,7 +295,12 @@ func OpenKnowledge(ctx context.Context, cfg *config.Config, logger *zap.Logger, 
 		_ = store.Close()
 		return nil, fmt.Errorf("knowledge.embedding: %w", err)
 	}
-	return knowledge.NewService(store, emb, KnowledgeOptions(cfg), logger), nil
+	opts, err := KnowledgeOptions(cfg)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return knowledge.NewService(store, emb, opts, logger), nil
 }
 
 // openStreams opens the stream store stream_store names (stores.go) over
@@ -387,6 +392,10 @@ func (a *App) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	knowledgeOpts, err := KnowledgeOptions(cfg)
+	if err != nil {
+		return err
+	}
 	old := a.cfg.Load()
 	for _, key := range restartOnly(old, cfg) {
 		a.log.Warn("config change needs a restart to take effect", zap.String("key", key))
@@ -399,7 +408,7 @@ func (a *App) apply(cfg *config.Config) error {
 	a.cfg.Store(cfg)
 	a.setup.Store(setup)
 	a.keys.Store(auth.New(authOptions(cfg)))
-	a.knowledge.Reconfigure(KnowledgeOptions(cfg))
+	a.knowledge.Reconfigure(knowledgeOpts)
 	a.mcpClients.Apply(mcpServers(cfg))
 	a.log.Info("configuration reloaded", zap.Strings("modes", a.modes()))
 	return nil

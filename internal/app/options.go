@@ -2,7 +2,10 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-viper/mapstructure/v2"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/chatpipe/chatpipe/internal/auth"
 	"github.com/chatpipe/chatpipe/internal/cache"
 	"github.com/chatpipe/chatpipe/internal/knowledge"
+	"github.com/chatpipe/chatpipe/internal/knowledge/synonyms"
 	"github.com/chatpipe/chatpipe/internal/llm"
 	"github.com/chatpipe/chatpipe/internal/mcpclient"
 	"github.com/chatpipe/chatpipe/internal/mcpserver"
@@ -53,19 +57,81 @@ func ModelOptions(models map[string]config.Model) map[string]llm.ModelOptions {
 }
 
 // KnowledgeOptions maps the knowledge section onto the knowledge
-// service's options (all but the embedder's, EmbeddingOptions).
-func KnowledgeOptions(cfg *config.Config) knowledge.Options {
+// service's options (all but the embedder's, EmbeddingOptions); it reads
+// knowledge.search.synonyms_file, whose errors it returns.
+func KnowledgeOptions(cfg *config.Config) (knowledge.Options, error) {
 	k := cfg.Knowledge
+	groups, err := synonymGroups(k.Search)
+	if err != nil {
+		return knowledge.Options{}, err
+	}
 	return knowledge.Options{
 		MaxUploadBytes: k.MaxUploadBytes,
 		MaxFileBytes:   k.MaxFileBytes,
 		Chunking:       knowledge.Chunker{TargetTokens: k.Chunking.TargetTokens, OverlapTokens: k.Chunking.OverlapTokens},
 		EmbedBatchSize: k.Embedding.BatchSize,
 		Search: knowledge.SearchOptions{TopK: k.Search.TopK, KeywordWeight: k.Search.KeywordWeight,
-			VectorWeight: k.Search.VectorWeight, RRFK: k.Search.RRFK, LeadWeight: k.Search.LeadWeight},
+			VectorWeight: k.Search.VectorWeight, RRFK: k.Search.RRFK, LeadWeight: k.Search.LeadWeight,
+			Synonyms: groups, SynonymWeight: k.Search.SynonymWeight},
 		Ingest: knowledge.IngestOptions{Workers: k.Ingest.Workers, Queue: k.Ingest.Queue,
 			StaleAfter: k.Ingest.StaleAfter, MaxAttempts: k.Ingest.MaxAttempts},
+	}, nil
+}
+
+// maxSynonymsFileBytes bounds knowledge.search.synonyms_file: groups are
+// held in memory and matched against every question.
+const maxSynonymsFileBytes = 4 << 20
+
+// synonymGroups compiles the built-in synonym groups (when
+// builtin_synonyms) and those of synonyms_file; nil when there are none
+// or synonym_weight is 0.
+func synonymGroups(s config.Search) (*knowledge.SynonymGroups, error) {
+	if s.SynonymWeight == 0 {
+		return nil, nil
 	}
+	var groups []synonyms.Group
+	if s.BuiltinSynonyms {
+		groups = append(groups, synonyms.Builtin()...)
+	}
+	if s.SynonymsFile != "" {
+		own, err := readSynonymsFile(s.SynonymsFile)
+		if err != nil {
+			return nil, err
+		}
+		// Compiled alone first, so that an error names the file's line.
+		if _, err := knowledge.NewSynonymGroups(own); err != nil {
+			return nil, fmt.Errorf("knowledge.search.synonyms_file: %s: %w", s.SynonymsFile, err)
+		}
+		groups = append(groups, own...)
+	}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	return knowledge.NewSynonymGroups(groups)
+}
+
+// readSynonymsFile reads and parses an operator's synonym groups.
+func readSynonymsFile(path string) ([]synonyms.Group, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSynonymsFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %w", err)
+	}
+	if len(data) > maxSynonymsFileBytes {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %s is larger than %d MB", path, maxSynonymsFileBytes>>20)
+	}
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %s is not UTF-8 text", path)
+	}
+	groups, err := synonyms.ParseGroups(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %s: %w", path, err)
+	}
+	return groups, nil
 }
 
 // EmbeddingOptions maps knowledge.embedding onto the embedder's options.

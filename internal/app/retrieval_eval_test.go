@@ -92,8 +92,15 @@ func TestRetrievalEvaluation(t *testing.T) {
 		crossLingual bool
 	}{
 		{"questions.tsv", 0.87, 0.81, 100, false},
-		{"holdout.tsv", 0.84, 0.81, 50, false},
-		{"crosslingual.tsv", 0.45, 0.34, 25, true},
+		{"holdout.tsv", 0.85, 0.83, 50, false},
+		// written blind (from the pages alone, not seeing the engine) by
+		// two other authors, and measured before the changes they confirm
+		{"holdout2.tsv", 0.89, 0.81, 70, false},
+		{"holdout3.tsv", 0.91, 0.85, 70, false},
+		// one question fell when the synonym groups came in: they raise
+		// Chinese pages, which a question's Chinese can reach, above
+		// English ones, which only the bridge can (docs/retrieval.md)
+		{"crosslingual.tsv", 0.43, 0.34, 25, true},
 		{"crosslingual-holdout.tsv", 0.18, 0.18, 20, true},
 	}
 	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 256})

@@ -103,20 +103,25 @@ func termsOfWords(words, own []string, lookup func(word string) []string) []stri
 
 // hanWords returns the substrings of two to synonyms.MaxWordRunes Han
 // characters of s, in order of their start, longer first.
-func hanWords(s string) []string {
+func hanWords(s string) []string { return scriptWords(s, isHan, synonyms.MaxWordRunes) }
+
+// scriptWords returns the substrings of two to maxRunes characters of the
+// runs of characters of s for which in is true, in order of their start,
+// longer first.
+func scriptWords(s string, in func(rune) bool, maxRunes int) []string {
 	var words []string
 	var run []int // byte offsets of the current run's characters, and its end
 	flush := func(end int) {
 		run = append(run, end)
 		for i := 0; i+2 < len(run); i++ {
-			for n := min(synonyms.MaxWordRunes, len(run)-1-i); n >= 2; n-- {
+			for n := min(maxRunes, len(run)-1-i); n >= 2; n-- {
 				words = append(words, s[run[i]:run[i+n]])
 			}
 		}
 		run = run[:0]
 	}
 	for i, r := range s {
-		if isHan(r) {
+		if in(r) {
 			run = append(run, i)
 			continue
 		}

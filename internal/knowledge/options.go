@@ -35,6 +35,12 @@ type SearchOptions struct {
 	// English terms counts against its keyword score (see
 	// TitleSearcher); 0 = not searched.
 	LeadWeight float64
+	// Synonyms are the groups of words a question's words bring into its
+	// search (nil = none), and SynonymWeight what a chunk's score for
+	// them counts against its score for the question's own words
+	// (0 = not searched).
+	Synonyms      *SynonymGroups
+	SynonymWeight float64
 }
 
 // IngestOptions bound background ingestion: Workers goroutines parse,

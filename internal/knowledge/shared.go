@@ -70,15 +70,22 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // each for the query's English bridge (BridgeTerms) and its expansion
 // (ExpansionTerms) when it has them, and for its English terms in the
 // title field when Search.LeadWeight is set and the store is a
-// TitleSearcher, each added to a chunk's score with its weight. The
+// TitleSearcher, and for the words that Search.Synonyms relates to the
+// query's when Search.SynonymWeight is set, each added to a chunk's score
+// with its weight. The
 // rankings are run together (keywordSearches).
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
-	leadWeight := s.options().Search.LeadWeight // read once: a reload may change it
+	search := s.options().Search // read once: a reload may change it
+	leadWeight := search.LeadWeight
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	bridge, related := queryExpansions(query)
+	var grouped []string
+	if search.SynonymWeight > 0 {
+		grouped = search.Synonyms.terms(query, QueryTerms(query))
+	}
 	queries := []KeywordQuery{{Query: query}}
 	// add[i] adds the ranking of queries[i+1] to the hits.
 	var add []func(hits, found []Hit) []Hit
@@ -88,6 +95,7 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 	}{
 		{bridge, bridgeWeight},
 		{related, func(Hit) float64 { return expansionWeight }},
+		{grouped, func(Hit) float64 { return search.SynonymWeight }},
 	} {
 		if len(more.terms) > 0 {
 			queries = append(queries, KeywordQuery{Terms: more.terms})

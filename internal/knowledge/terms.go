@@ -35,7 +35,9 @@ import (
 // Version 3: full-width Latin letters and digits folded to ASCII (with
 // x/text/width's Fold, which also rewrote half-width katakana marks).
 // Version 4: that fold kept to full-width letters and digits.
-const TermsVersion = 4
+// Version 5: irregular English forms and British spellings stemmed as
+// their base word (englishBase).
+const TermsVersion = 5
 
 // maxQueryTerms bounds the terms one query searches for: a pasted page
 // must not become a thousand-term OR.
@@ -85,7 +87,7 @@ func queryTerms(query string, characters bool) []string {
 		}
 		seen[t] = true
 		all = append(all, t)
-		if !stopWords[t] && !english.IsStopWord(t) {
+		if !isStopTerm(t) {
 			content = append(content, t)
 		}
 		return len(content) < maxQueryTerms
@@ -228,6 +230,9 @@ var stopWords = func() map[string]bool {
 	return m
 }()
 
+// isStopTerm reports whether t is an English function word.
+func isStopTerm(t string) bool { return stopWords[t] || english.IsStopWord(t) }
+
 // stem reduces an English word to its Snowball stem ("returned",
 // "returns" → "return"), so that a query finds the other inflections of
 // its words. Only words of ASCII letters are English candidates: a word
@@ -252,7 +257,7 @@ func stem(w string) string {
 			return w
 		}
 	}
-	return english.Stem(w, false)
+	return english.Stem(englishBase(w), false)
 }
 
 // FoldLatin removes the combining marks of Latin letters ("café" →

@@ -73,7 +73,10 @@ type sampleKB struct {
 func openSampleKB(t *testing.T, embedded bool) sampleKB {
 	t.Helper()
 	ctx := t.Context()
-	cfg := app.KnowledgeOptions(config.Default())
+	cfg, err := app.KnowledgeOptions(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var emb embedding.Embedder
 	if embedded {
 		srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: embedDims})

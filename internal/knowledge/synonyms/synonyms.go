@@ -6,7 +6,9 @@
 // modify), a bridge from a Chinese question to the English of a page. The
 // tables are built at development time by ./gen (see SOURCES.md for the
 // resource and its licence) and embedded; each is read on first use,
-// never at start-up.
+// never at start-up. It also holds the synonym groups chatpipe ships
+// (groups.txt, written for chatpipe: Builtin) and reads an operator's
+// (ParseGroups).
 package synonyms
 
 import (
@@ -87,4 +89,64 @@ func read(table []byte) (map[string]string, error) {
 		m[key] = words
 	}
 	return m, nil
+}
+
+//go:embed groups.txt
+var builtinGroups string
+
+// MaxGroupWords bounds the words of one group: a group relates each of
+// its words to all the others, so a long one is mostly noise.
+const MaxGroupWords = 12
+
+// Group is one group of related words (or phrases of a few words), lower
+// case, and the line of the text it was read from.
+type Group struct {
+	Line  int
+	Words []string
+}
+
+// Builtin returns the groups of words that chatpipe ships (groups.txt):
+// everyday and computing words in English and Chinese that questions and
+// documents use for one another.
+var Builtin = sync.OnceValue(func() []Group {
+	groups, err := ParseGroups(builtinGroups)
+	if err != nil {
+		panic(fmt.Sprintf("synonyms: groups.txt: %v", err))
+	}
+	return groups
+})
+
+// ParseGroups reads groups of related words: one group per line, its
+// words (or phrases of a few words) separated by commas; blank lines and
+// lines starting with '#' are skipped. A group needs two to MaxGroupWords
+// distinct words.
+func ParseGroups(text string) ([]Group, error) {
+	var groups []Group
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		g := Group{Line: i + 1}
+		seen := map[string]bool{}
+		for w := range strings.SplitSeq(line, ",") {
+			w = strings.Join(strings.Fields(strings.ToLower(w)), " ")
+			if w == "" {
+				return nil, fmt.Errorf("line %d: an empty word (two commas in a row, or a comma at an end)", i+1)
+			}
+			if seen[w] {
+				return nil, fmt.Errorf("line %d: %q listed twice", i+1, w)
+			}
+			seen[w] = true
+			g.Words = append(g.Words, w)
+		}
+		if len(g.Words) < 2 {
+			return nil, fmt.Errorf("line %d: a group needs at least two words separated by commas", i+1)
+		}
+		if len(g.Words) > MaxGroupWords {
+			return nil, fmt.Errorf("line %d: %d words; a group may have at most %d", i+1, len(g.Words), MaxGroupWords)
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
 }

@@ -75,3 +75,46 @@ func TestReadRejectsAMalformedTable(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseGroupsReadsCommaSeparatedGroups(t *testing.T) {
+	got, err := ParseGroups("# a comment\n\n  Invoice , bill,  Sales   Receipt \n删除, 移除\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Group{{Line: 3, Words: []string{"invoice", "bill", "sales receipt"}}, {Line: 4, Words: []string{"删除", "移除"}}}
+	if !slices.EqualFunc(got, want, func(a, b Group) bool { return a.Line == b.Line && slices.Equal(a.Words, b.Words) }) {
+		t.Fatalf("ParseGroups = %+v, want %+v", got, want)
+	}
+}
+
+func TestParseGroupsRefusesMalformedLinesNamingThem(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"a, b\ninvoice\n", "line 2: a group needs at least two words"},
+		{"invoice,, bill", "line 1: an empty word"},
+		{"invoice, bill,", "line 1: an empty word"},
+		{"invoice, Bill, bill", `line 1: "bill" listed twice`},
+		{strings.Repeat("w, ", 12) + "w13", "listed twice"},
+		{"a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13", "line 1: 13 words; a group may have at most 12"},
+	} {
+		if _, err := ParseGroups(c.text); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseGroups(%q) = %v, want an error containing %q", c.text, err, c.want)
+		}
+	}
+}
+
+func TestTheBuiltinGroupsParse(t *testing.T) {
+	groups := Builtin()
+	if len(groups) < 100 {
+		t.Fatalf("%d built-in groups, want at least 100", len(groups))
+	}
+	var english, chinese bool
+	for _, g := range groups {
+		for _, w := range g.Words {
+			english = english || w == "delete"
+			chinese = chinese || w == "删除"
+		}
+	}
+	if !english || !chinese {
+		t.Error("the built-in groups should hold English (delete) and Chinese (删除) words")
+	}
+}
