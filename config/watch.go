@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,11 +39,11 @@ type Watcher struct {
 	closeErr  error
 
 	// Owned by the run goroutine.
-	target  string   // path with symlinks resolved ("" when missing)
-	dirs    []string // directories being watched
-	applied []byte   // file contents onChange last accepted, and its Files' (snapshot)
-	files   []string // the current config's Files
-	current *Config  // the config in use as far as we know, for logging what changed
+	target  string            // path with symlinks resolved ("" when missing)
+	dirs    []string          // directories being watched
+	applied []byte            // file contents onChange last accepted, and its Files' (snapshot)
+	files   map[string]string // the current config's Files, each with its symlinks' target ("" when missing)
+	current *Config           // the config in use as far as we know, for logging what changed
 }
 
 // Watch watches the config file at path (DefaultPath when empty) and, each
@@ -154,8 +154,13 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return false // Chmod alone: touch, backup tools
 	}
 	name := filepath.Clean(ev.Name)
-	if name == w.path || (w.target != "" && name == w.target) || slices.Contains(w.files, name) {
+	if name == w.path || (w.target != "" && name == w.target) {
 		return true
+	}
+	for f, target := range w.files {
+		if name == f || (target != "" && name == target) || resolve(f) != target {
+			return true
+		}
 	}
 	if ev.Op.Has(fsnotify.Write) && !ev.Op.Has(fsnotify.Create) {
 		return false // another file's contents changed
@@ -200,7 +205,11 @@ func (w *Watcher) reload() {
 	if w.current == nil {
 		w.log.Info("config reloaded")
 	} else {
-		w.log.Info("config reloaded", zap.Strings("changed", changedKeys(w.current, cfg)))
+		changed := changedKeys(w.current, cfg)
+		if len(changed) == 0 {
+			changed = []string{"(the contents of a file it reads)"}
+		}
+		w.log.Info("config reloaded", zap.Strings("changed", changed))
 	}
 	w.current = cfg
 }
@@ -237,34 +246,66 @@ func flattenPlain(out map[string]any, prefix string, v any) {
 	}
 }
 
-// follow watches the files cfg reads besides itself (Config.Files), so
+// follow watches the files cfg reads besides itself (Config.Files), and
+// where their symlinks lead (a Kubernetes ConfigMap swaps a link), so
 // that editing one reloads the configuration.
 func (w *Watcher) follow(cfg *Config) {
-	w.files = cfg.Files()
-	for _, f := range w.files {
-		if err := w.watchDir(filepath.Dir(f)); err != nil {
-			w.log.Warn("cannot watch a file the configuration reads; edit the config file to reload it",
-				zap.String("path", f), zap.Error(err))
+	w.files = map[string]string{}
+	for _, f := range cfg.Files() {
+		target := resolve(f)
+		w.files[f] = target
+		dirs := []string{filepath.Dir(f)}
+		if target != "" {
+			dirs = append(dirs, filepath.Dir(target))
+		}
+		for _, d := range dirs {
+			if err := w.watchDir(d); err != nil {
+				w.log.Warn("cannot watch a file the configuration reads; edit the config file to reload it",
+					zap.String("path", f), zap.Error(err))
+			}
 		}
 	}
 }
 
+// maxFollowedFileBytes bounds what snapshot reads of a followed file;
+// the application refuses larger ones anyway.
+const maxFollowedFileBytes = 16 << 20
+
 // snapshot is the config file's contents followed by those of the files
-// cfg reads (a missing one as its error): what a reload compares to tell
-// whether anything changed.
+// cfg reads (a missing or unreadable one as its error): what a reload
+// compares to tell whether anything changed.
 func (w *Watcher) snapshot(data []byte, cfg *Config) []byte {
 	snap := bytes.Clone(data)
 	for _, f := range cfg.Files() {
 		snap = append(snap, 0)
 		snap = append(snap, f...)
-		b, err := os.ReadFile(f)
-		if err != nil {
-			b = []byte(err.Error())
-		}
 		snap = append(snap, 0)
-		snap = append(snap, b...)
+		snap = append(snap, readFollowed(f)...)
 	}
 	return snap
+}
+
+// readFollowed returns up to maxFollowedFileBytes+1 bytes of a regular
+// file, or the error that kept it from being read (a FIFO or a device is
+// not opened: that could block or never end).
+func readFollowed(path string) []byte {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	if !fi.Mode().IsRegular() {
+		return []byte("not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFollowedFileBytes+1))
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return b
 }
 
 // call runs onChange, turning a panic into an error so that a bad reload

@@ -84,13 +84,11 @@ const maxSynonymsFileBytes = 4 << 20
 
 // synonymGroups compiles the built-in synonym groups (when
 // builtin_synonyms) and those of synonyms_file; nil when there are none
-// or synonym_weight is 0.
+// or synonym_weight is 0. The file is checked even then: a weight turned
+// to 0 for a while must not hide a broken file until it is turned back.
 func synonymGroups(s config.Search) (*knowledge.SynonymGroups, error) {
-	if s.SynonymWeight == 0 {
-		return nil, nil
-	}
 	var groups []synonyms.Group
-	if s.BuiltinSynonyms {
+	if s.BuiltinSynonyms && s.SynonymWeight > 0 {
 		groups = append(groups, synonyms.Builtin()...)
 	}
 	if s.SynonymsFile != "" {
@@ -104,7 +102,7 @@ func synonymGroups(s config.Search) (*knowledge.SynonymGroups, error) {
 		}
 		groups = append(groups, own...)
 	}
-	if len(groups) == 0 {
+	if len(groups) == 0 || s.SynonymWeight == 0 {
 		return nil, nil
 	}
 	return knowledge.NewSynonymGroups(groups)
@@ -112,6 +110,12 @@ func synonymGroups(s config.Search) (*knowledge.SynonymGroups, error) {
 
 // readSynonymsFile reads and parses an operator's synonym groups.
 func readSynonymsFile(path string) ([]synonyms.Group, error) {
+	// Stat first: opening a FIFO or a device could block or never end.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge.search.synonyms_file: %w", err)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,14 +63,14 @@ func TestSearchFindsTheSynonymsOfTheQuestionsWords(t *testing.T) {
 }
 
 // An operator's own groups (knowledge.search.synonyms_file) are read at
-// start and on each reload, which editing the file alone starts (the
-// config watcher follows it); a broken file is refused with its line, at
-// start (the server does not start) and on a reload (the groups in force
-// stay), and nothing is lost.
+// start and on each reload, which a change of the file alone starts (the
+// config watcher follows it, through the symlinks of a Kubernetes
+// ConfigMap too); a file that cannot be used is refused with its line, at
+// start (the server does not start) and on a reload (the configuration and
+// the groups in force stay), and nothing is lost.
 func TestOperatorSynonymsFileIsReadAtStartAndOnReload(t *testing.T) {
 	provider := providertest.New(t)
 	dir := t.TempDir()
-	synonymsPath := filepath.Join(t.TempDir(), "synonyms.txt") // another directory than the config's
 	configPath := filepath.Join(dir, "config.yaml")
 	writeFile := func(path, text string) {
 		t.Helper()
@@ -81,7 +82,29 @@ func TestOperatorSynonymsFileIsReadAtStartAndOnReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	yaml := func(weight string) string {
+	// As a ConfigMap mounts it: synonyms.txt -> ..data/synonyms.txt, and
+	// ..data -> the current version's folder, swapped by a rename.
+	mount := t.TempDir()
+	synonymsPath := filepath.Join(mount, "synonyms.txt")
+	version := 0
+	publish := func(text string) {
+		t.Helper()
+		version++
+		v := fmt.Sprintf("..v%d", version)
+		if err := os.Mkdir(filepath.Join(mount, v), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mount, v, "synonyms.txt"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(v, filepath.Join(mount, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(mount, "..data_tmp"), filepath.Join(mount, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml := func(path, weight string) string {
 		return `
 storage:
   sqlite:
@@ -95,23 +118,43 @@ knowledge:
   search:
     synonym_weight: ` + weight + `
     builtin_synonyms: false
-    synonyms_file: ` + synonymsPath + `
+    synonyms_file: ` + path + `
 `
 	}
+	start := func(path string) error {
+		t.Helper()
+		writeFile(configPath, yaml(path, "0.5"))
+		cfg, err := config.Load(configPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = app.New(context.Background(), cfg, app.Options{})
+		return err
+	}
 
-	// At start, a broken file stops the server with a message naming it.
-	writeFile(synonymsPath, "invoice, bill\nstatement\n")
-	writeFile(configPath, yaml("0.5"))
+	// At start, a file that cannot be used stops the server with a message
+	// naming the key, and the line or the reason.
+	publish("invoice, bill\nstatement\n")
+	if err := os.Symlink(filepath.Join("..data", "synonyms.txt"), synonymsPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{synonymsPath, "line 2"},
+		{mount, "not a regular file"},
+		{filepath.Join(dir, "missing.txt"), "no such file"},
+	} {
+		if err := start(c.path); err == nil || !strings.Contains(err.Error(), "knowledge.search.synonyms_file") ||
+			!strings.Contains(err.Error(), c.want) {
+			t.Fatalf("app.New with synonyms_file %s: %v, want an error naming the key and %q", c.path, err, c.want)
+		}
+	}
+
+	publish("# our words\ninvoice, bill\n")
+	writeFile(configPath, yaml(synonymsPath, "0.5"))
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.New(context.Background(), cfg, app.Options{}); err == nil ||
-		!strings.Contains(err.Error(), "knowledge.search.synonyms_file") || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("app.New with a broken synonyms file: %v, want an error naming the key and line 2", err)
-	}
-
-	writeFile(synonymsPath, "# our words\ninvoice, bill\n")
 	h := startHarness(t, provider, cfg, configPath)
 	h.addDocument("Invoices", "Send the invoice to the customer by email.")
 	h.addDocument("Newsletter", "Send the newsletter to the customer by email every week, with the email list.")
@@ -122,20 +165,17 @@ knowledge:
 		t.Fatalf("email the statement before the edit: first hit %q, want Newsletter", got)
 	}
 
-	// Editing the file alone reloads the configuration.
+	// A new version of the mounted file reloads the configuration.
 	before := h.app.Config()
-	writeFile(synonymsPath, "invoice, bill, statement\n")
+	publish("invoice, bill, statement\n")
 	waitFor(t, "the reload", func() bool { return h.app.Config() != before })
 	if got := h.firstTitle("email the statement"); got != "Invoices" {
-		t.Fatalf("email the statement after the file was edited: first hit %q, want Invoices", got)
+		t.Fatalf("email the statement after the file changed: first hit %q, want Invoices", got)
 	}
-	// So does a change of the config file.
-	writeFile(configPath, yaml("0.6"))
-	waitFor(t, "the reload", func() bool { return h.app.Config().Knowledge.Search.SynonymWeight == 0.6 })
 
-	// A broken file on a reload is refused; the groups in force stay.
+	// A broken version is refused; the configuration and groups in force stay.
 	before = h.app.Config()
-	writeFile(synonymsPath, "invoice,, bill\n")
+	publish("invoice,, bill\n")
 	h.waitLog("config reload rejected")
 	if h.app.Config() != before {
 		t.Fatal("a reload with a broken synonyms file was applied")
@@ -143,6 +183,13 @@ knowledge:
 	if got := h.firstTitle("email the statement"); got != "Invoices" {
 		t.Fatalf("after a refused reload: first hit %q, want Invoices", got)
 	}
+
+	// An editor's save (a plain file renamed over the link) reloads too,
+	// and so does a change of the config file.
+	writeFile(synonymsPath, "invoice, bill, receipt\n")
+	waitFor(t, "the reload", func() bool { return h.firstTitle("email the receipt") == "Invoices" })
+	writeFile(configPath, yaml(synonymsPath, "0.6"))
+	waitFor(t, "the reload", func() bool { return h.app.Config().Knowledge.Search.SynonymWeight == 0.6 })
 	if n := len(h.search("newsletter").Hits); n == 0 {
 		t.Fatal("the knowledge base lost its documents")
 	}

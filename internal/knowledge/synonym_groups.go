@@ -2,6 +2,7 @@ package knowledge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -26,8 +27,13 @@ type SynonymGroups struct {
 type synonymEntry struct {
 	word     string
 	terms    []string // WordQueryTerms(word): what the entry adds
+	phrase   []string // Terms(word), function words included: what a question must say, in order
 	unspaced bool     // Chinese (or another unspaced script): matched as written
 }
+
+// MaxSynonymRunes bounds an entry of a script written without spaces:
+// every substring of a question up to the longest entry is looked up.
+const MaxSynonymRunes = 16
 
 type entryRef struct{ group, entry int }
 
@@ -42,28 +48,37 @@ func NewSynonymGroups(groups []synonyms.Group) (*SynonymGroups, error) {
 	for gi, group := range groups {
 		entries := make([]synonymEntry, 0, len(group.Words))
 		for ei, w := range group.Words {
-			e := synonymEntry{word: w, terms: WordQueryTerms(w)}
-			unspaced := 0
+			e := synonymEntry{word: w, terms: WordQueryTerms(w), phrase: Terms(w)}
+			unspaced, long := 0, 0
 			for _, r := range w {
 				if isUnspacedScript(r) {
 					unspaced++
 				}
 			}
+			for _, t := range e.phrase {
+				long = max(long, utf8.RuneCountInString(t))
+			}
 			switch n := utf8.RuneCountInString(w); {
 			case unspaced > 0 && unspaced < n:
-				return nil, fmt.Errorf("line %d: %q mixes Chinese (or another script written without spaces) with other characters; write them as two words", group.Line, w)
+				return nil, fmt.Errorf("line %d: %q mixes a script written without spaces (Chinese, Japanese, Korean, Thai …) with spaces or other characters; write them as separate words", group.Line, w)
 			case unspaced == 1:
 				return nil, fmt.Errorf("line %d: %q is a single character: too ambiguous for a synonym", group.Line, w)
+			case unspaced > MaxSynonymRunes:
+				return nil, fmt.Errorf("line %d: %q has %d characters; a word of a script written without spaces may have at most %d", group.Line, w, unspaced, MaxSynonymRunes)
 			case unspaced > 0:
 				e.unspaced = true
 				g.byWord[w] = append(g.byWord[w], entryRef{gi, ei})
 				g.maxRunes = max(g.maxRunes, n)
-			case len(e.terms) == 0 || isStopTerm(e.terms[0]):
+			case len(e.phrase) == 0:
+				return nil, fmt.Errorf("line %d: %q has no letters or digits to search for", group.Line, w)
+			case long < 2:
+				return nil, fmt.Errorf("line %d: %q is searched as %q, too short to relate (symbols are not searched)", group.Line, w, strings.Join(e.phrase, " "))
+			case isStopTerm(e.terms[0]):
 				// WordQueryTerms keeps function words only when there is
 				// nothing else
 				return nil, fmt.Errorf("line %d: %q has only function words (the, of, up …), which search leaves out", group.Line, w)
 			default:
-				g.byTerm[e.terms[0]] = append(g.byTerm[e.terms[0]], entryRef{gi, ei})
+				g.byTerm[e.phrase[0]] = append(g.byTerm[e.phrase[0]], entryRef{gi, ei})
 			}
 			entries = append(entries, e)
 		}
@@ -73,21 +88,22 @@ func NewSynonymGroups(groups []synonyms.Group) (*SynonymGroups, error) {
 }
 
 // terms returns the terms of the other entries of the groups whose
-// entries query holds, leaving out own (the query's terms), each once, in
-// the order the query's words come; at most maxQueryTerms.
+// entries query holds — a phrase where the question says its words in
+// order (in any inflection), a Chinese word where it is written — leaving
+// out own (the query's terms), each once, in the order the query's words
+// come; at most maxQueryTerms.
 func (g *SynonymGroups) terms(query string, own []string) []string {
 	if g == nil {
 		return nil
 	}
-	have := make(map[string]bool, len(own))
-	for _, t := range own {
-		have[t] = true
-	}
 	var matched []entryRef
-	for _, t := range own {
-		for _, ref := range g.byTerm[t] {
-			if e := g.groups[ref.group][ref.entry]; allIn(e.terms, have) {
-				matched = append(matched, ref)
+	if len(g.byTerm) > 0 {
+		words := Terms(query)
+		for i, t := range words {
+			for _, ref := range g.byTerm[t] {
+				if e := g.groups[ref.group][ref.entry]; hasPrefix(words[i:], e.phrase) {
+					matched = append(matched, ref)
+				}
 			}
 		}
 	}
@@ -117,13 +133,8 @@ func (g *SynonymGroups) terms(query string, own []string) []string {
 	return out
 }
 
-func allIn(terms []string, set map[string]bool) bool {
-	for _, t := range terms {
-		if !set[t] {
-			return false
-		}
-	}
-	return true
+func hasPrefix(words, phrase []string) bool {
+	return len(words) >= len(phrase) && slices.Equal(words[:len(phrase)], phrase)
 }
 
 // unspacedWords returns the substrings of two to maxRunes characters of

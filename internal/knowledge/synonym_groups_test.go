@@ -24,7 +24,7 @@ func mustGroups(t *testing.T, text string) *SynonymGroups {
 }
 
 func TestSynonymGroupsAddTheOtherWordsOfAMatchedGroup(t *testing.T) {
-	g := mustGroups(t, "delete, remove, get rid of\ncore dump, crash\n删除, 移除, 删掉\n开头, 起始")
+	g := mustGroups(t, "delete, remove, get rid of\ncore dump, crash\n删除, 移除, 删掉\n开头, 起始\nlogin, log in")
 	for _, c := range []struct {
 		query string
 		want  []string
@@ -36,6 +36,11 @@ func TestSynonymGroupsAddTheOtherWordsOfAMatchedGroup(t *testing.T) {
 		// a phrase matches only when the question holds all its words
 		{"the core of the matter", nil},
 		{"where do core dumps go", []string{"crash"}},
+		// function words count in a phrase, and its words must come in order
+		{"how do I get rid of it", []string{"delet", "remov"}},
+		{"get the rid", nil},
+		{"where is the log file", nil},
+		{"I cannot log in", []string{"login"}},
 		// Chinese as written; bigrams of the related words
 		{"怎么删除日志", []string{"移除", "删掉"}},
 		// a potential complement split the verb: 删不掉 holds 删掉
@@ -56,8 +61,12 @@ func TestSynonymGroupsAddTheOtherWordsOfAMatchedGroup(t *testing.T) {
 func TestSynonymGroupsRefuseEntriesSearchCannotUse(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{"bill, invoice\n删, 移除", `line 2: "删" is a single character`},
-		{"IP地址, 网址", `line 1: "ip地址" mixes Chinese`},
+		{"IP地址, 网址", `line 1: "ip地址" mixes a script written without spaces`},
+		{"파일 삭제, 지우기", `"파일 삭제" mixes a script written without spaces`},
 		{"invoice, bill\nthe, invoice", `line 2: "the" has only function words`},
+		{"..., ellipsis", `"..." has no letters or digits`},
+		{"c++, cpp", `"c++" is searched as "c", too short`},
+		{"工单, " + strings.Repeat("长", 17), "may have at most 16"},
 	} {
 		parsed, err := synonyms.ParseGroups(c.text)
 		if err != nil {

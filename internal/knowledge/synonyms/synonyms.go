@@ -116,12 +116,16 @@ var Builtin = sync.OnceValue(func() []Group {
 	return groups
 })
 
+// separators are the commas a group's words may be separated by.
+var separators = strings.NewReplacer("，", ",", "、", ",")
+
 // ParseGroups reads groups of related words: one group per line, its
-// words (or phrases of a few words) separated by commas; blank lines and
-// lines starting with '#' are skipped. A group needs two to MaxGroupWords
-// distinct words.
+// words (or phrases of a few words) separated by commas (or the Chinese
+// ，and 、); blank lines and lines starting with '#' are skipped, and so is
+// a byte-order mark. A group needs two to MaxGroupWords distinct words.
 func ParseGroups(text string) ([]Group, error) {
 	var groups []Group
+	text = strings.TrimPrefix(text, "\ufeff")
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' {
@@ -129,7 +133,7 @@ func ParseGroups(text string) ([]Group, error) {
 		}
 		g := Group{Line: i + 1}
 		seen := map[string]bool{}
-		for w := range strings.SplitSeq(line, ",") {
+		for w := range strings.SplitSeq(separators.Replace(line), ",") {
 			w = strings.Join(strings.Fields(strings.ToLower(w)), " ")
 			if w == "" {
 				return nil, fmt.Errorf("line %d: an empty word (two commas in a row, or a comma at an end)", i+1)

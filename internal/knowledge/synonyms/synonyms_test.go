@@ -87,6 +87,16 @@ func TestParseGroupsReadsCommaSeparatedGroups(t *testing.T) {
 	}
 }
 
+func TestParseGroupsTakesABOMAndChineseCommas(t *testing.T) {
+	got, err := ParseGroups("\ufeff# saved by Notepad\r\n工单，服务请求、请求单\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !slices.Equal(got[0].Words, []string{"工单", "服务请求", "请求单"}) {
+		t.Fatalf("ParseGroups = %+v", got)
+	}
+}
+
 func TestParseGroupsRefusesMalformedLinesNamingThem(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{"a, b\ninvoice\n", "line 2: a group needs at least two words"},
