@@ -94,12 +94,13 @@ func TestRetrievalEvaluation(t *testing.T) {
 		{"questions.tsv", 0.87, 0.81, 100, false},
 		{"holdout.tsv", 0.85, 0.83, 50, false},
 		// written blind (from the pages alone, not seeing the engine) by
-		// four other authors, each measured before the change it confirms
+		// five other authors, each measured before the change it confirms
 		// (docs/retrieval.md, "Synonym groups")
 		{"holdout2.tsv", 0.90, 0.82, 70, false},
 		{"holdout3.tsv", 0.93, 0.85, 70, false},
 		{"holdout4.tsv", 0.80, 0.75, 70, false},
 		{"holdout5.tsv", 0.89, 0.82, 80, false},
+		{"holdout6.tsv", 0.72, 0.63, 60, false}, // Chinese questions only
 		// one question fell when the synonym groups came in: they raise
 		// Chinese pages, which a question's Chinese can reach, above
 		// English ones, which only the bridge can (docs/retrieval.md)
