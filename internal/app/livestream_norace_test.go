@@ -14,3 +14,6 @@ const maxStackPerLiveStream = 24 << 10
 // streams in what the hub's workers and the partial saver grow to when
 // they first run (8–12 KiB measured).
 const maxStackPerHubStream = 14 << 10
+
+// raceDetector: see livestream_race_test.go.
+const raceDetector = false

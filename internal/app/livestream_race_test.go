@@ -10,3 +10,8 @@ package app_test
 const maxStackPerLiveStream = 0
 
 const maxStackPerHubStream = 0
+
+// raceDetector: the race detector's instrumentation slows a search about
+// tenfold, so TestRetrievalEvaluation measures only its first two sets
+// under it (all of them in the plain run).
+const raceDetector = true
