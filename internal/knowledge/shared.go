@@ -72,8 +72,7 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // title field when Search.LeadWeight is set and the store is a
 // TitleSearcher, and for the words that Search.Synonyms relates to the
 // query's when Search.SynonymWeight is set, each added to a chunk's score
-// with its weight. The
-// rankings are run together (keywordSearches).
+// with its weight. The rankings are run together (keywordSearches).
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	search := s.options().Search // read once: a reload may change it
 	leadWeight := search.LeadWeight

@@ -11,9 +11,10 @@ import (
 
 // SynonymGroups are groups of words that questions and documents use for
 // one another ("delete, remove, erase"; "删除, 删掉, 移除"): a question
-// holding one word of a group has the group's other words added to its
-// expansion (ExpansionTerms), counted below its own words. Built from
-// synonyms.Builtin and an operator's file (synonyms.ParseGroups).
+// holding one word of a group has the group's other words searched too,
+// as a keyword query of their own counted below the question's words
+// (Search.SynonymWeight). Built from synonyms.Builtin and an operator's
+// file (synonyms.ParseGroups).
 type SynonymGroups struct {
 	groups [][]synonymEntry
 	// byTerm indexes the entries of spaced scripts by their first term;
