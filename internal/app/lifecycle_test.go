@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -114,13 +113,7 @@ plugins:
   chat_completion_stream:
     system_prompt: "` + prompt + `"
 `
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil { // atomic, as editors and config management do
-			t.Fatal(err)
-		}
+		replaceFile(t, path, yaml)
 	}
 	write("prompt A", "")
 	cfg, err := config.Load(path)

@@ -96,16 +96,21 @@ func synonymGroups(s config.Search) (*knowledge.SynonymGroups, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Compiled alone first, so that an error names the file's line.
-		if _, err := knowledge.NewSynonymGroups(own); err != nil {
-			return nil, fmt.Errorf("knowledge.search.synonyms_file: %s: %w", s.SynonymsFile, err)
-		}
 		groups = append(groups, own...)
 	}
-	if len(groups) == 0 || s.SynonymWeight == 0 {
+	if len(groups) == 0 {
 		return nil, nil
 	}
-	return knowledge.NewSynonymGroups(groups)
+	g, err := knowledge.NewSynonymGroups(groups)
+	if err != nil {
+		// The built-in groups compile (a test holds it): the error is the
+		// file's, and names its line.
+		return nil, fmt.Errorf("knowledge.search.synonyms_file: %s: %w", s.SynonymsFile, err)
+	}
+	if s.SynonymWeight == 0 {
+		return nil, nil
+	}
+	return g, nil
 }
 
 // readSynonymsFile reads and parses an operator's synonym groups.

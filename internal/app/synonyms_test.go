@@ -72,16 +72,6 @@ func TestOperatorSynonymsFileIsReadAtStartAndOnReload(t *testing.T) {
 	provider := providertest.New(t)
 	dir := t.TempDir()
 	configPath := filepath.Join(dir, "config.yaml")
-	writeFile := func(path, text string) {
-		t.Helper()
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// As a ConfigMap mounts it: synonyms.txt -> ..data/synonyms.txt, and
 	// ..data -> the current version's folder, swapped by a rename.
 	mount := t.TempDir()
@@ -123,7 +113,7 @@ knowledge:
 	}
 	start := func(path string) error {
 		t.Helper()
-		writeFile(configPath, yaml(path, "0.5"))
+		replaceFile(t, configPath, yaml(path, "0.5"))
 		cfg, err := config.Load(configPath)
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +140,7 @@ knowledge:
 	}
 
 	publish("# our words\ninvoice, bill\n")
-	writeFile(configPath, yaml(synonymsPath, "0.5"))
+	replaceFile(t, configPath, yaml(synonymsPath, "0.5"))
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +176,9 @@ knowledge:
 
 	// An editor's save (a plain file renamed over the link) reloads too,
 	// and so does a change of the config file.
-	writeFile(synonymsPath, "invoice, bill, receipt\n")
+	replaceFile(t, synonymsPath, "invoice, bill, receipt\n")
 	waitFor(t, "the reload", func() bool { return h.firstTitle("email the receipt") == "Invoices" })
-	writeFile(configPath, yaml(synonymsPath, "0.6"))
+	replaceFile(t, configPath, yaml(synonymsPath, "0.6"))
 	waitFor(t, "the reload", func() bool { return h.app.Config().Knowledge.Search.SynonymWeight == 0.6 })
 	if n := len(h.search("newsletter").Hits); n == 0 {
 		t.Fatal("the knowledge base lost its documents")
