@@ -41,6 +41,10 @@ func TestEvalPrintsHandComputedMetricsForAFixture(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+	// Questions in one kind of script get no rows by script.
+	if strings.Contains(got, "[other]") {
+		t.Errorf("an English set is reported by script:\n%s", got)
+	}
 }
 
 func TestEvalRefusesAQuestionsFileWithoutExpectedDocuments(t *testing.T) {
@@ -196,5 +200,48 @@ func TestEvalWarnsOfARankingThatDegraded(t *testing.T) {
 	if !strings.Contains(errOut.String(), "is unreachable); nothing was searched; its figures do not measure it\n") ||
 		strings.Contains(errOut.String(), ".;") {
 		t.Errorf("the vector warning does not say that nothing was searched, in one sentence:\n%s", errOut.String())
+	}
+}
+
+// A set of Chinese and English questions is also reported for each kind
+// of script, so that an average over both cannot hide that one kind
+// misses. Worked out by hand: 绿茶发酵吗 finds cha first; "bicycle chain
+// oil" finds bicycles first; "how to brew coffee" finds nothing.
+// All: R@1 = R@3 = R@5 = MRR = nDCG@10 = 2/3; [CJK] 1 question, 1; [other]
+// 2 questions, 1/2.
+func TestEvalReportsEachKindOfScriptApart(t *testing.T) {
+	dir := t.TempDir()
+	docs := dir + "/docs"
+	if err := os.Mkdir(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"cha.md":      "# 茶叶\n\n绿茶是不发酵的茶，红茶是全发酵的茶。",
+		"bicycles.md": "# Bicycles\n\nA bicycle chain needs oil every few hundred miles.",
+	} {
+		if err := writeFile(docs+"/"+name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeFile(dir+"/q.tsv", "绿茶发酵吗\tcha\nbicycle chain oil\tbicycles\nhow to brew coffee\tcha\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runEval(t.Context(), []string{"-questions", dir + "/q.tsv", "-docs", docs}, &out, &errOut); err != nil {
+		t.Fatalf("eval: %v (stderr %q)", err, errOut.String())
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []string{
+		"method                 questions   R@1   R@3   R@5   MRR nDCG@10\n",
+		"keyword                        3 0.667 0.667 0.667 0.667   0.667\n",
+		"keyword [CJK]                  1 1.000 1.000 1.000 1.000   1.000\n",
+		"keyword [other]                2 0.500 0.500 0.500 0.500   0.500\n",
+		"keyword+rerank [CJK]           1 1.000 1.000 1.000 1.000   1.000\n",
+		"keyword+rerank [other]         2 0.500 0.500 0.500 0.500   0.500\n",
+		"[CJK]: the questions written in Chinese, Japanese or Korean; [other]: the rest.\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/chatpipe/chatpipe/internal/retrieval"
@@ -114,13 +116,21 @@ type Result struct {
 	Name string
 	Metrics
 	Misses []Miss // questions whose first document was not a wanted one
+	// Each is every question's own figures, in the order of the
+	// questions (Metrics are their averages).
+	Each []Scored
+}
+
+// Scored is one question and its figures.
+type Scored struct {
+	Question Question
+	Metrics  Metrics
 }
 
 // Run runs every question through rank and scores the documents it
 // returns.
 func Run(ctx context.Context, name string, qs []Question, rank Ranking) (Result, error) {
 	res := Result{Name: name}
-	var sum Metrics
 	for _, q := range qs {
 		hits, err := rank(ctx, q.Text)
 		if err != nil {
@@ -128,11 +138,7 @@ func Run(ctx context.Context, name string, qs []Question, rank Ranking) (Result,
 		}
 		docs := Documents(hits)
 		s := Score(q, docs)
-		sum.RecallAt1 += s.RecallAt1
-		sum.RecallAt3 += s.RecallAt3
-		sum.RecallAt5 += s.RecallAt5
-		sum.MRR += s.MRR
-		sum.NDCG10 += s.NDCG10
+		res.Each = append(res.Each, Scored{q, s})
 		if s.RecallAt1 < 1 {
 			got := make([]string, 0, 5)
 			for _, d := range docs[:min(5, len(docs))] {
@@ -141,10 +147,65 @@ func Run(ctx context.Context, name string, qs []Question, rank Ranking) (Result,
 			res.Misses = append(res.Misses, Miss{Question: q, Rank: firstRank(q.Want, docs), Got: got})
 		}
 	}
-	n := float64(len(qs))
-	res.Metrics = Metrics{Questions: len(qs), RecallAt1: sum.RecallAt1 / n, RecallAt3: sum.RecallAt3 / n,
-		RecallAt5: sum.RecallAt5 / n, MRR: sum.MRR / n, NDCG10: sum.NDCG10 / n}
+	res.Metrics = average(res.Each)
 	return res, nil
+}
+
+// average is the mean of the questions' figures.
+func average(each []Scored) Metrics {
+	var sum Metrics
+	for _, s := range each {
+		sum.RecallAt1 += s.Metrics.RecallAt1
+		sum.RecallAt3 += s.Metrics.RecallAt3
+		sum.RecallAt5 += s.Metrics.RecallAt5
+		sum.MRR += s.Metrics.MRR
+		sum.NDCG10 += s.Metrics.NDCG10
+	}
+	n := float64(len(each))
+	return Metrics{Questions: len(each), RecallAt1: sum.RecallAt1 / n, RecallAt3: sum.RecallAt3 / n,
+		RecallAt5: sum.RecallAt5 / n, MRR: sum.MRR / n, NDCG10: sum.NDCG10 / n}
+}
+
+// Questions in two kinds of script rank differently — keyword search cuts
+// Chinese, Japanese and Korean into characters and bigrams, and spaced
+// scripts into stemmed words — so a set holding both is also reported
+// for each apart: an average over both can hide that one kind misses.
+
+// Script names the kind of script a question is written in: ScriptCJK
+// when it holds a Han, kana or Hangul character, ScriptOther otherwise.
+func Script(text string) string {
+	for _, r := range text {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
+			return ScriptCJK
+		}
+	}
+	return ScriptOther
+}
+
+// The kinds of script Script names.
+const (
+	ScriptCJK   = "CJK"
+	ScriptOther = "other"
+)
+
+// ByScript returns r's figures over the questions of each kind of script,
+// CJK first, when its questions hold both kinds; nil otherwise. Each is
+// named after r with the kind in brackets ("keyword [CJK]"); their misses
+// are left to r.
+func ByScript(r Result) []Result {
+	groups := map[string][]Scored{}
+	for _, s := range r.Each {
+		k := Script(s.Question.Text)
+		groups[k] = append(groups[k], s)
+	}
+	if len(groups) < 2 {
+		return nil
+	}
+	out := make([]Result, 0, 2)
+	for _, k := range []string{ScriptCJK, ScriptOther} {
+		out = append(out, Result{Name: r.Name + " [" + k + "]", Metrics: average(groups[k]), Each: groups[k]})
+	}
+	return out
 }
 
 // Document is a document as ranked from chunks.
@@ -235,13 +296,25 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// WriteTable writes one line of metrics per result, and with verbose each
-// result's misses.
+// WriteTable writes one line of metrics per result, then, when the
+// questions are written in both kinds of script (ByScript), one per
+// result and kind, and with verbose each result's misses.
 func WriteTable(w io.Writer, results []Result, verbose bool) {
-	fmt.Fprintf(w, "%-15s %9s %5s %5s %5s %5s %7s\n", "method", "questions", "R@1", "R@3", "R@5", "MRR", "nDCG@10")
+	rows := slices.Clone(results)
 	for _, r := range results {
-		fmt.Fprintf(w, "%-15s %9d %5.3f %5.3f %5.3f %5.3f %7.3f\n", r.Name, r.Questions,
+		rows = append(rows, ByScript(r)...)
+	}
+	width := 15
+	for _, r := range rows {
+		width = max(width, utf8.RuneCountInString(r.Name))
+	}
+	fmt.Fprintf(w, "%-*s %9s %5s %5s %5s %5s %7s\n", width, "method", "questions", "R@1", "R@3", "R@5", "MRR", "nDCG@10")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-*s %9d %5.3f %5.3f %5.3f %5.3f %7.3f\n", width, r.Name, r.Questions,
 			r.RecallAt1, r.RecallAt3, r.RecallAt5, r.MRR, r.NDCG10)
+	}
+	if len(rows) > len(results) {
+		fmt.Fprintln(w, "[CJK]: the questions written in Chinese, Japanese or Korean; [other]: the rest.")
 	}
 	if !verbose {
 		return
