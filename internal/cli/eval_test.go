@@ -238,7 +238,7 @@ func TestEvalReportsEachKindOfScriptApart(t *testing.T) {
 		"keyword [other]                2 0.500 0.500 0.500 0.500   0.500\n",
 		"keyword+rerank [CJK]           1 1.000 1.000 1.000 1.000   1.000\n",
 		"keyword+rerank [other]         2 0.500 0.500 0.500 0.500   0.500\n",
-		"[CJK]: the questions written in Chinese, Japanese or Korean; [other]: the rest.\n",
+		"[CJK]: the questions in a script written without spaces (Chinese, Japanese, Korean, Thai …); [other]: the rest.\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -207,6 +207,12 @@ func yieldBigrams(run string, n int, characters bool, yield func(string) bool) b
 	return !characters || yield(run[starts[len(starts)-2]:])
 }
 
+// UnspacedScript reports whether r belongs to a script written without
+// spaces between words (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar),
+// which keyword search indexes as characters and bigrams rather than as
+// words.
+func UnspacedScript(r rune) bool { return isUnspacedScript(r) }
+
 // isUnspacedScript reports whether r belongs to a script written without
 // spaces between words, which keyword search indexes as bigrams.
 func isUnspacedScript(r rune) bool {

@@ -15,9 +15,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 )
 
@@ -167,22 +167,23 @@ func average(each []Scored) Metrics {
 }
 
 // Questions in two kinds of script rank differently — keyword search cuts
-// Chinese, Japanese and Korean into characters and bigrams, and spaced
-// scripts into stemmed words — so a set holding both is also reported
-// for each apart: an average over both can hide that one kind misses.
+// the scripts written without spaces (Chinese, Japanese, Korean, Thai …)
+// into characters and bigrams, and the others into stemmed words — so a
+// set holding both is also reported for each apart: an average over both
+// can hide that one kind misses.
 
 // Script names the kind of script a question is written in: ScriptCJK
-// when it holds a Han, kana or Hangul character, ScriptOther otherwise.
+// when it holds a character of a script written without spaces
+// (knowledge.UnspacedScript), ScriptOther otherwise.
 func Script(text string) string {
-	for _, r := range text {
-		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) {
-			return ScriptCJK
-		}
+	if strings.ContainsFunc(text, knowledge.UnspacedScript) {
+		return ScriptCJK
 	}
 	return ScriptOther
 }
 
-// The kinds of script Script names.
+// The kinds of script Script names. "CJK" stands for every script written
+// without spaces, Thai, Lao, Khmer and Myanmar included.
 const (
 	ScriptCJK   = "CJK"
 	ScriptOther = "other"
@@ -314,7 +315,7 @@ func WriteTable(w io.Writer, results []Result, verbose bool) {
 			r.RecallAt1, r.RecallAt3, r.RecallAt5, r.MRR, r.NDCG10)
 	}
 	if len(rows) > len(results) {
-		fmt.Fprintln(w, "[CJK]: the questions written in Chinese, Japanese or Korean; [other]: the rest.")
+		fmt.Fprintln(w, "[CJK]: the questions in a script written without spaces (Chinese, Japanese, Korean, Thai …); [other]: the rest.")
 	}
 	if !verbose {
 		return
