@@ -126,6 +126,21 @@ func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
 		}
 	}
 
+	// The Chinese file encrypted by qpdf with 256-bit AES and an owner
+	// password only (what "restrict editing" writes) is read as any viewer
+	// reads it: here the same text as 茶园.pdf, so a duplicate of it, and
+	// in a knowledge base of its own found on its page 3.
+	locked := docFixture(t, "qpdf-aes256-owner-only.pdf")
+	var dup handler.DocumentJSON
+	if code := h.uploadFile("茶园-受限.pdf", locked, &dup); code != http.StatusOK || !dup.Duplicate || dup.Source != "茶园.pdf" {
+		t.Fatalf("the encrypted copy: %d %+v; want 200, a duplicate of 茶园.pdf", code, dup)
+	}
+	other := newHarness(t, ragMode)
+	lockedDoc := other.mustUpload("茶园-受限.pdf", locked)
+	if hit, ok := other.hitOf("夏季要注意防治茶尺蠖虫害", lockedDoc.ID); !ok || hit.Page != 3 {
+		t.Fatalf("the encrypted copy: hit %+v, %v; want page 3", hit, ok)
+	}
+
 	// Saved with the answer: the page comes back with the message.
 	h.provider.Enqueue(providertest.Script{Chunks: providertest.Answer("See [1].", 3)})
 	session := h.createSession()
@@ -265,7 +280,7 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"scanned PDF", "scan.pdf", docFixture(t, "scanned.pdf"), 422, "no_text", "No extractable text (scanned PDF?)"},
 		{"image-only PDF", "photo.pdf", docparsetest.ScannedPDF(t, 3), 422, "no_text", "No extractable text (scanned PDF?)"},
 		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "password"},
-		{"print-only PDF (owner password, 40-bit RC4)", "print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified lighthouse budget"), 422, "encrypted_document", "save a copy without the protection"},
+		{"PDF with a user password (256-bit AES, qpdf)", "locked.pdf", docFixture(t, "qpdf-aes256-user-password.pdf"), 422, "encrypted_document", "password"},
 		{"truncated PDF", "cut.pdf", good[:len(good)*2/3], 422, "corrupt_document", "damaged"},
 		{"zip bomb", "bomb.docx", docparsetest.LyingZipBomb(t), 413, "document_too_large", "zip bomb"},
 		{"small zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 8<<20), 413, "document_too_large", "zip bomb"},
@@ -293,6 +308,13 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 	doc := h.mustUpload("lamp.pdf", good)
 	if hit, ok := h.hitOf("lamp hours", doc.ID); !ok || hit.Page != 1 {
 		t.Fatalf("after the refusals: hit %+v, %v", hit, ok)
+	}
+	// A PDF whose owner password only restricts printing or copying opens
+	// in any viewer without a password, and is read: an old print-only
+	// one (40-bit RC4) here, a 256-bit AES one among the producers.
+	doc = h.mustUpload("print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified lighthouse budget"))
+	if hit, ok := h.hitOf("classified lighthouse budget", doc.ID); !ok || hit.Page != 1 {
+		t.Fatalf("print-only PDF: hit %+v, %v", hit, ok)
 	}
 }
 

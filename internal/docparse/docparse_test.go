@@ -71,6 +71,12 @@ func TestParsePDFKeepsPagesAndTextFromEveryProducer(t *testing.T) {
 			"prune the pear branches in late winter before buds open."},
 		{"LibreOffice, Chinese", "libreoffice-chinese.pdf", fixture(t, "libreoffice-chinese.pdf"), 3,
 			"夏季要注意防治茶尺蠖虫害"},
+		// the same file encrypted by qpdf with 256-bit AES and an owner
+		// password only: any viewer opens it, and so do we
+		{"qpdf, 256-bit AES, owner password only", "locked.pdf", fixture(t, "qpdf-aes256-owner-only.pdf"), 3,
+			"夏季要注意防治茶尺蠖虫害"},
+		{"qpdf, 128-bit AES, owner password only", "locked.pdf", fixture(t, "qpdf-aes128-owner-only.pdf"), 3,
+			"prune the pear branches in late winter before buds open."},
 	}
 	for _, c := range cases {
 		t.Run(c.producer, func(t *testing.T) {
@@ -82,6 +88,16 @@ func TestParsePDFKeepsPagesAndTextFromEveryProducer(t *testing.T) {
 				t.Fatalf("%q found on page %d, want 3; sections: %+v", c.phrase, p, doc.Sections)
 			}
 		})
+	}
+}
+
+// A print-only PDF of old (40-bit RC4, an empty user password) is read:
+// the reader alone would decrypt it with a key of the wrong length.
+func TestParsePDFReadsAnOldPrintOnlyPDF(t *testing.T) {
+	t.Parallel()
+	doc := parse(t, "print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified lighthouse budget"))
+	if len(doc.Sections) != 1 || !strings.Contains(doc.Sections[0].Text, "classified lighthouse budget") {
+		t.Fatalf("sections %+v", doc.Sections)
 	}
 }
 
@@ -305,7 +321,7 @@ func TestParseRefusesBadFilesWithAReason(t *testing.T) {
 		{"scanned PDF (Go writer)", "scan.pdf", docparsetest.ScannedPDF(t, 2), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
 		{"scanned PDF (ps2pdf, inline image)", "scan.pdf", fixture(t, "scanned.pdf"), docparse.Options{}, docparse.ErrNoText, "no extractable text (scanned PDF?)"},
 		{"encrypted PDF", "secret.pdf", docparsetest.EncryptedPDF(t, "classified"), docparse.Options{}, docparse.ErrEncrypted, "encrypted"},
-		{"PDF with an owner password only (40-bit RC4)", "print-only.pdf", docparsetest.OwnerProtectedPDF(t, "classified"), docparse.Options{}, docparse.ErrEncrypted, "protected (an owner password restricts it)"},
+		{"PDF with a user password (256-bit AES, qpdf)", "secret.pdf", fixture(t, "qpdf-aes256-user-password.pdf"), docparse.Options{}, docparse.ErrEncrypted, "encrypted (password-protected)"},
 		{"truncated PDF", "cut.pdf", pdfData[:len(pdfData)/2], docparse.Options{}, docparse.ErrCorrupt, "damaged"},
 		{"not a PDF", "fake.pdf", []byte("hello, I am text"), docparse.Options{}, docparse.ErrCorrupt, "not a PDF"},
 		{"zip bomb", "bomb.docx", docparsetest.ZipBomb(t, 4<<20), docparse.Options{MaxUncompressedBytes: 1 << 20}, docparse.ErrTooLarge, "zip bomb"},

@@ -18,18 +18,22 @@ import (
 
 // parsePDF extracts the text of each page. github.com/ledongthuc/pdf (a
 // pure-Go reader, a maintained fork of rsc.io/pdf) parses the file, its
-// cross-reference tables, streams, filters and RC4 encryption; the text
-// state and font decoding are ours (pdftext.go, cmap.go). Glyphs come in
+// cross-reference tables, streams, filters and RC4 and 128-bit AES
+// encryption (the other owner-password-only files: pdf_decrypt.go); the
+// text state and font decoding are ours (pdftext.go, cmap.go). Glyphs come in
 // content-stream order, which is the reading order producers write; lines
 // and word spaces are rebuilt from the glyphs' positions, as many
 // producers position words instead of writing spaces.
 func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error) {
 	r, err := openPDF(data)
+	switch {
+	case errors.Is(err, ErrEncrypted):
+		r, err = openOwnerOnly(data, err)
+	case err == nil && shortRC4Key(r):
+		r, err = openOwnerOnly(data, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again"))
+	}
 	if err != nil {
 		return nil, err
-	}
-	if shortRC4Key(r) {
-		return nil, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again")
 	}
 	pages, err := pageList(r)
 	if err != nil {

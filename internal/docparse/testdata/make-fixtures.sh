@@ -3,7 +3,7 @@
 # read files from producers other than our own Go writer. Run it by hand
 # after changing it (the tests never run it):
 #   apt-get install groff ghostscript libreoffice-writer-nogui \
-#       libreoffice-impress-nogui libreoffice-calc-nogui fonts-droid-fallback
+#       libreoffice-impress-nogui libreoffice-calc-nogui fonts-droid-fallback qpdf
 #   bash internal/docparse/testdata/make-fixtures.sh
 # Every fixture has a phrase on a known page (the tests look for it).
 set -euo pipefail
@@ -105,4 +105,14 @@ HTML
   soffice --headless --convert-to xlsx --outdir "$work" "$work/stations.csv" >/dev/null
   cp "$work/stations.xlsx" libreoffice-stations.xlsx
 fi
+# qpdf: 256-bit AES (revision 6, what Acrobat's "restrict editing" writes),
+# once with an empty user password (any viewer opens it; the owner
+# password only restricts printing, editing and copying) and once with a
+# user password (nobody gave us it: refused).
+qpdf --encrypt "" "tea-owner" 256 --print=none --modify=none --extract=n -- \
+  libreoffice-chinese.pdf qpdf-aes256-owner-only.pdf
+qpdf --encrypt "tea-user" "tea-owner" 256 -- groff-manual.pdf qpdf-aes256-user-password.pdf
+# 128-bit AES (revision 4), an empty user password: the PDF reader's own.
+qpdf --encrypt "" "o" 128 --use-aes=y -- ghostscript-orchard.pdf qpdf-aes128-owner-only.pdf
+
 ls -l ./*.pdf ./*.docx ./*.pptx ./*.xlsx 2>/dev/null
