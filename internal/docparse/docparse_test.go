@@ -91,6 +91,25 @@ func TestParsePDFKeepsPagesAndTextFromEveryProducer(t *testing.T) {
 	}
 }
 
+// An owner-password-only PDF is decrypted without decoding what reading
+// its text does not need: this one's XMP metadata inflates to 200 MiB
+// (pdfcpu's validation decoded it, up to its own limit of 512 MiB).
+// Counted in bytes allocated, not in time; not parallel, so that the
+// count is this parse's.
+func TestParsePDFDecryptsWithoutDecodingAMetadataBomb(t *testing.T) {
+	data := fixture(t, "qpdf-aes256-metadata-bomb.pdf")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	doc := parse(t, "bomb.pdf", data)
+	runtime.ReadMemStats(&after)
+	if len(doc.Sections) != 1 || !strings.Contains(doc.Sections[0].Text, "The lighthouse metadata page.") {
+		t.Fatalf("sections %+v", doc.Sections)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Fatalf("parsing a %d-byte file allocated %d MiB", len(data), n>>20)
+	}
+}
+
 // A print-only PDF of old (40-bit RC4, an empty user password) is read:
 // the reader alone would decrypt it with a key of the wrong length.
 func TestParsePDFReadsAnOldPrintOnlyPDF(t *testing.T) {

@@ -28,9 +28,9 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	r, err := openPDF(data)
 	switch {
 	case errors.Is(err, ErrEncrypted):
-		r, err = openOwnerOnly(data, err)
+		r, err = openOwnerOnly(ctx, data, err)
 	case err == nil && shortRC4Key(r):
-		r, err = openOwnerOnly(data, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again"))
+		r, err = openOwnerOnly(ctx, data, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again"))
 	}
 	if err != nil {
 		return nil, err

@@ -114,5 +114,31 @@ qpdf --encrypt "" "tea-owner" 256 --print=none --modify=none --extract=n -- \
 qpdf --encrypt "tea-user" "tea-owner" 256 -- groff-manual.pdf qpdf-aes256-user-password.pdf
 # 128-bit AES (revision 4), an empty user password: the PDF reader's own.
 qpdf --encrypt "" "o" 128 --use-aes=y -- ghostscript-orchard.pdf qpdf-aes128-owner-only.pdf
+# 256-bit AES, an empty user password, and XMP metadata that inflates to
+# 200 MiB of zeros (a compressed bomb in a stream a reader has no need to
+# decode), around one page of text.
+python3 - "$work/bomb.pdf" <<'PY'
+import sys, zlib
+bomb = zlib.compress(b"\0" * (200 << 20), 9)
+text = b"BT /F1 18 Tf 72 720 Td (The lighthouse metadata page.) Tj ET"
+objs = [
+    b"<< /Type /Catalog /Pages 2 0 R /Metadata 6 0 R >>",
+    b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+    b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    b"<< /Length %d >>\nstream\n" % len(text) + text + b"\nendstream",
+    b"<< /Type /Metadata /Subtype /XML /Filter /FlateDecode /Length %d >>\nstream\n" % len(bomb) + bomb + b"\nendstream",
+]
+out, offsets = bytearray(b"%PDF-1.7\n"), []
+for i, o in enumerate(objs, 1):
+    offsets.append(len(out))
+    out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+xref = len(out)
+out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+open(sys.argv[1], "wb").write(out)
+PY
+qpdf --encrypt "" "o" 256 -- "$work/bomb.pdf" qpdf-aes256-metadata-bomb.pdf
 
 ls -l ./*.pdf ./*.docx ./*.pptx ./*.xlsx 2>/dev/null
