@@ -50,5 +50,5 @@ func QueryProximities(query string) [][2]string {
 // script written without spaces.
 func isUnspacedTerm(t string) bool {
 	r, _ := utf8.DecodeRuneInString(t)
-	return isUnspacedScript(r)
+	return UnspacedScript(r)
 }

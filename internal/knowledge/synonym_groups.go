@@ -52,7 +52,7 @@ func NewSynonymGroups(groups []synonyms.Group) (*SynonymGroups, error) {
 			e := synonymEntry{word: w, terms: WordQueryTerms(w), phrase: Terms(w)}
 			unspaced, long := 0, 0
 			for _, r := range w {
-				if isUnspacedScript(r) {
+				if UnspacedScript(r) {
 					unspaced++
 				}
 			}
@@ -145,7 +145,7 @@ func hasPrefix(words, phrase []string) bool {
 // 找不到 holds 找到, 打不开 holds 打开.
 func unspacedWords(s string, maxRunes int) []string {
 	s = strings.ToLower(s)
-	words := scriptWords(s, isUnspacedScript, maxRunes)
+	words := scriptWords(s, UnspacedScript, maxRunes)
 	runes := []rune(s)
 	for i := 1; i+1 < len(runes); i++ {
 		if (runes[i] == '不' || runes[i] == '得') && isHan(runes[i-1]) && isHan(runes[i+1]) {

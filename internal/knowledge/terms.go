@@ -121,7 +121,7 @@ func forEachTerm(text string, characters bool, yield func(string) bool) {
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
-		case isUnspacedScript(r):
+		case UnspacedScript(r):
 			if !flushWord() {
 				return
 			}
@@ -137,7 +137,7 @@ func forEachTerm(text string, characters bool, yield func(string) bool) {
 					start = end
 					continue
 				}
-				if !isUnspacedScript(r2) && !(n > 0 && unicode.IsMark(r2)) {
+				if !UnspacedScript(r2) && !(n > 0 && unicode.IsMark(r2)) {
 					break
 				}
 				end += s2
@@ -211,11 +211,7 @@ func yieldBigrams(run string, n int, characters bool, yield func(string) bool) b
 // spaces between words (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar),
 // which keyword search indexes as characters and bigrams rather than as
 // words.
-func UnspacedScript(r rune) bool { return isUnspacedScript(r) }
-
-// isUnspacedScript reports whether r belongs to a script written without
-// spaces between words, which keyword search indexes as bigrams.
-func isUnspacedScript(r rune) bool {
+func UnspacedScript(r rune) bool {
 	if r < 0x0E00 { // below Thai: Latin, Greek, Cyrillic, Arabic, Indic…
 		return false
 	}
@@ -327,7 +323,7 @@ func wrapGap(s string) int {
 				return 0
 			}
 			r, _ := utf8.DecodeRuneInString(s[i:])
-			if isUnspacedScript(r) {
+			if UnspacedScript(r) {
 				return i
 			}
 			return 0
