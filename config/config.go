@@ -210,6 +210,12 @@ type Search struct {
 	// document's lead alone, this much against its keyword score (SQLite;
 	// 0 = off). See docs/retrieval.md, "An English lead score".
 	LeadWeight float64 `mapstructure:"lead_weight"`
+	// NameWeight: the words in Latin letters of a question written in
+	// Chinese (Japanese, Thai …) — a command, product or acronym it
+	// names — scored once more in each document's title and lead, this
+	// much against its keyword score (0 = off). See docs/retrieval.md,
+	// "Names in a Chinese question".
+	NameWeight float64 `mapstructure:"name_weight"`
 	// SynonymWeight: the words related to the question's by the synonym
 	// groups, searched too and counted this much against the question's
 	// own (0 = off). BuiltinSynonyms: the groups chatpipe ships;

@@ -158,6 +158,7 @@ func builtinDefaults() map[string]any {
 				"vector_weight":    0.04,
 				"rrf_k":            5,
 				"lead_weight":      0.0,
+				"name_weight":      2.0,
 				"synonym_weight":   0.5,
 				"builtin_synonyms": true,
 				"synonyms_file":    "",

@@ -250,6 +250,9 @@ func (c *Config) Validate() error {
 	if k.Search.LeadWeight < 0 || k.Search.LeadWeight > 10 {
 		add("knowledge.search.lead_weight", "must be between 0 (off) and 10, got %g", k.Search.LeadWeight)
 	}
+	if k.Search.NameWeight < 0 || k.Search.NameWeight > 10 {
+		add("knowledge.search.name_weight", "must be between 0 (off) and 10, got %g", k.Search.NameWeight)
+	}
 	if k.Search.SynonymWeight < 0 || k.Search.SynonymWeight > 10 {
 		add("knowledge.search.synonym_weight", "must be between 0 (off) and 10, got %g", k.Search.SynonymWeight)
 	}

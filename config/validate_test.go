@@ -29,6 +29,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"addr port out of range", func(c *Config) { c.Server.Addr = ":70000" }, "server.addr", "port"},
 		{"empty addr", func(c *Config) { c.Server.Addr = "" }, "server.addr", ""},
 		{"negative lead weight", func(c *Config) { c.Knowledge.Search.LeadWeight = -0.3 }, "knowledge.search.lead_weight", "between 0 (off) and 10"},
+		{"name weight too high", func(c *Config) { c.Knowledge.Search.NameWeight = 12 }, "knowledge.search.name_weight", "between 0 (off) and 10"},
 		{"read header timeout zero", func(c *Config) { c.Server.ReadHeaderTimeout = 0 }, "server.read_header_timeout", "positive"},
 		{"write timeout negative", func(c *Config) { c.Server.WriteTimeout = -time.Second }, "server.write_timeout", "positive"},
 		{"shutdown grace zero", func(c *Config) { c.Server.ShutdownGrace = 0 }, "server.shutdown_grace", "positive"},

@@ -72,7 +72,7 @@ func KnowledgeOptions(cfg *config.Config) (knowledge.Options, error) {
 		EmbedBatchSize: k.Embedding.BatchSize,
 		Search: knowledge.SearchOptions{TopK: k.Search.TopK, KeywordWeight: k.Search.KeywordWeight,
 			VectorWeight: k.Search.VectorWeight, RRFK: k.Search.RRFK, LeadWeight: k.Search.LeadWeight,
-			Synonyms: groups, SynonymWeight: k.Search.SynonymWeight},
+			NameWeight: k.Search.NameWeight, Synonyms: groups, SynonymWeight: k.Search.SynonymWeight},
 		Ingest: knowledge.IngestOptions{Workers: k.Ingest.Workers, Queue: k.Ingest.Queue,
 			StaleAfter: k.Ingest.StaleAfter, MaxAttempts: k.Ingest.MaxAttempts},
 	}, nil

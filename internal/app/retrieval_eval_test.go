@@ -96,20 +96,21 @@ func TestRetrievalEvaluation(t *testing.T) {
 		// written blind (from the pages alone, not seeing the engine) by
 		// five other authors, each measured before the change it confirms
 		// (docs/retrieval.md, "Synonym groups")
-		{"holdout2.tsv", 0.90, 0.82, 70, false},
+		{"holdout2.tsv", 0.92, 0.84, 70, false},
 		{"holdout3.tsv", 0.93, 0.85, 70, false},
-		{"holdout4.tsv", 0.80, 0.75, 70, false},
+		{"holdout4.tsv", 0.82, 0.76, 70, false},
 		{"holdout5.tsv", 0.89, 0.82, 80, false},
-		{"holdout6.tsv", 0.72, 0.63, 60, false}, // Chinese questions only
+		{"holdout6.tsv", 0.75, 0.66, 60, false}, // Chinese questions only
 		// two more, written blind after the code they measure was final
-		// (docs/retrieval.md, "Two more blind sets")
-		{"holdout7.tsv", 0.85, 0.81, 80, false},
-		{"holdout8.tsv", 0.90, 0.85, 80, false},
+		// (docs/retrieval.md, "Two more blind sets"); H2, H4 and H6–H8
+		// rose with the name score ("Names in a Chinese question")
+		{"holdout7.tsv", 0.87, 0.83, 80, false},
+		{"holdout8.tsv", 0.91, 0.86, 80, false},
 		// one question fell when the synonym groups came in: they raise
 		// Chinese pages, which a question's Chinese can reach, above
 		// English ones, which only the bridge can (docs/retrieval.md)
 		{"crosslingual.tsv", 0.43, 0.34, 25, true},
-		{"crosslingual-holdout.tsv", 0.18, 0.18, 20, true},
+		{"crosslingual-holdout.tsv", 0.23, 0.22, 20, true},
 	}
 	emb := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 256})
 	keyword := newHarness(t)

@@ -35,6 +35,10 @@ type SearchOptions struct {
 	// English terms counts against its keyword score (see
 	// TitleSearcher); 0 = not searched.
 	LeadWeight float64
+	// NameWeight is what a chunk's title-field score for the Latin-letter
+	// words of a question in an unspaced script (nameTerms) counts
+	// against its keyword score (see TitleSearcher); 0 = not searched.
+	NameWeight float64
 	// Synonyms are the groups of words a question's words bring into its
 	// search (nil = none), and SynonymWeight what a chunk's score for
 	// them counts against its score for the question's own words

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"
@@ -79,18 +80,32 @@ func loadScale(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledge.Store
 	b.Logf("loaded %d chunks in %v", corpus.Chunks(), time.Since(start).Round(time.Millisecond))
 }
 
-// benchSearchModes runs keyword and hybrid Service.Search over s.
+// benchSearchModes runs keyword and hybrid Service.Search over s, and
+// keyword search of Chinese questions naming something in Latin letters
+// (one of the corpus's English words before each Chinese query), without
+// and with the name score (SearchOptions.NameWeight).
 func benchSearchModes(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledge.Store, emb knowledgetest.HashEmbedder) {
+	names := testConfig()
+	names.Search.NameWeight = 2
+	var named []string
+	for i, q := range corpus.Queries {
+		if strings.ContainsFunc(q, unicode.IsLetter) && !strings.Contains(q, " ") && i > 0 {
+			named = append(named, strings.Fields(corpus.Queries[i-1])[3]+" "+q)
+		}
+	}
 	for _, m := range []struct {
-		name string
-		svc  *knowledge.Service
+		name    string
+		svc     *knowledge.Service
+		queries []string
 	}{
-		{"keyword", knowledge.NewService(s, nil, testConfig(), nil)},
-		{"hybrid", knowledge.NewService(s, emb, testConfig(), nil)},
+		{"keyword", knowledge.NewService(s, nil, testConfig(), nil), corpus.Queries},
+		{"hybrid", knowledge.NewService(s, emb, testConfig(), nil), corpus.Queries},
+		{"named/keyword", knowledge.NewService(s, nil, testConfig(), nil), named},
+		{"named/keyword+names", knowledge.NewService(s, nil, names, nil), named},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			timeSearches(b, func(i int) ([]retrieval.SearchHit, error) {
-				resp, err := m.svc.Search(context.Background(), retrieval.SearchRequest{Query: corpus.Queries[i%len(corpus.Queries)]})
+				resp, err := m.svc.Search(context.Background(), retrieval.SearchRequest{Query: m.queries[i%len(m.queries)]})
 				return resp.Hits, err
 			})
 		})

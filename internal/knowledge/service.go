@@ -40,19 +40,30 @@ func NewService(store Store, embedder embedding.Embedder, opts Options, logger *
 
 // Reconfigure applies new chunking, upload-limit and search settings to
 // later calls (config hot reload). The embedder is fixed at construction:
-// a changed knowledge.embedding section takes a restart. A lead weight
-// for a store with no lead score (PostgreSQL) is warned of: it does
-// nothing there.
+// a changed knowledge.embedding section takes a restart. A lead or name
+// weight for a store with no title search (no TitleSearcher: neither
+// SQLite nor PostgreSQL) is warned of: it does nothing there.
 func (s *Service) Reconfigure(opts Options) {
-	// Warned of at start and on a reload that changes it, not on every
-	// reload of a file that still sets it.
 	old := s.opts.Load()
-	changed := old == nil || old.Search.LeadWeight != opts.Search.LeadWeight
-	if _, ok := s.store.(TitleSearcher); !ok && opts.Search.LeadWeight > 0 && changed {
-		s.log.Warn("knowledge.search.lead_weight is ignored: only the SQLite knowledge base has a lead score",
-			zap.Float64("lead_weight", opts.Search.LeadWeight))
+	if _, ok := s.store.(TitleSearcher); !ok {
+		// Warned of at start and on a reload that changes it, not on
+		// every reload of a file that still sets it.
+		was := SearchOptions{LeadWeight: -1, NameWeight: -1}
+		if old != nil {
+			was = old.Search
+		}
+		s.warnNoTitleSearch("lead_weight", opts.Search.LeadWeight, was.LeadWeight)
+		s.warnNoTitleSearch("name_weight", opts.Search.NameWeight, was.NameWeight)
 	}
 	s.opts.Store(&opts)
+}
+
+// warnNoTitleSearch warns that the title-field weight key, set to now
+// (and changed from was), does nothing with this store.
+func (s *Service) warnNoTitleSearch(key string, now, was float64) {
+	if now > 0 && now != was {
+		s.log.Warn("knowledge.search."+key+" is ignored: this knowledge store has no title search", zap.Float64(key, now))
+	}
 }
 
 func (s *Service) options() *Options { return s.opts.Load() }

@@ -71,7 +71,9 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // (ExpansionTerms) when it has them, and for its English terms in the
 // title field when Search.LeadWeight is set and the store is a
 // TitleSearcher, and for the words that Search.Synonyms relates to the
-// query's when Search.SynonymWeight is set, each added to a chunk's score
+// query's when Search.SynonymWeight is set, and for the names in a
+// Chinese question (nameTerms) in the title field when Search.NameWeight
+// is set and the store is a TitleSearcher, each added to a chunk's score
 // with its weight. The rankings are run together (keywordSearches).
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	search := s.options().Search // read once: a reload may change it
@@ -81,9 +83,10 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		return nil, err
 	}
 	bridge, related := queryExpansions(query)
+	terms := QueryTerms(query)
 	var grouped []string
 	if search.SynonymWeight > 0 {
-		grouped = search.Synonyms.terms(query, QueryTerms(query))
+		grouped = search.Synonyms.terms(query, terms)
 	}
 	queries := []KeywordQuery{{Query: query}}
 	// add[i] adds the ranking of queries[i+1] to the hits.
@@ -105,11 +108,20 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 			})
 		}
 	}
-	if _, ok := s.store.(TitleSearcher); ok && leadWeight > 0 {
-		if terms := leadEnglishTerms(query, bridge); len(terms) > 0 {
-			queries = append(queries, KeywordQuery{Terms: terms, TitleOnly: true})
+	_, titles := s.store.(TitleSearcher)
+	if titles && leadWeight > 0 {
+		if lead := leadEnglishTerms(query, bridge); len(lead) > 0 {
+			queries = append(queries, KeywordQuery{Terms: lead, TitleOnly: true})
 			add = append(add, func(hits, found []Hit) []Hit {
 				return addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadWeight }, len(hits)+len(found))
+			})
+		}
+	}
+	if titles && search.NameWeight > 0 {
+		if names := nameTerms(query, terms); len(names) > 0 {
+			queries = append(queries, KeywordQuery{Terms: names, TitleOnly: true})
+			add = append(add, func(hits, found []Hit) []Hit {
+				return addExpansion(hits, found, func(Hit) float64 { return search.NameWeight }, len(hits)+len(found))
 			})
 		}
 	}

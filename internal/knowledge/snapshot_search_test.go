@@ -65,24 +65,27 @@ func TestASearchRanksTheSameInOneReadAndOneCallPerRanking(t *testing.T) {
 	}
 }
 
-// A lead weight set for a store with no lead score is warned of, at start
-// and on a reload that sets it (not again on one that keeps it); on
-// SQLite, which has one, it is not.
-func TestALeadWeightTheStoreCannotUseIsWarnedOf(t *testing.T) {
+// A lead or name weight set for a store with no title search is warned
+// of, at start and on a reload that changes it (not again on one that
+// keeps it); on SQLite, which has one, it is not.
+func TestATitleWeightTheStoreCannotUseIsWarnedOf(t *testing.T) {
 	store := openStore(t)
 	opts := testConfig()
 	opts.Search.LeadWeight = 0.3
+	opts.Search.NameWeight = 2
 	core, logs := observer.New(zap.WarnLevel)
 	sqlite := knowledge.NewService(store, nil, opts, zap.New(core))
 	t.Cleanup(func() { _ = sqlite.Close() }) // closes the store both services use
-	if n := logs.FilterMessageSnippet("lead_weight").Len(); n != 0 {
-		t.Fatalf("SQLite has a lead score, yet %d warnings", n)
+	if n := logs.Len(); n != 0 {
+		t.Fatalf("SQLite has a title search, yet %d warnings", n)
 	}
 	plain := knowledge.NewService(&oneRankingAtATime{Store: store}, nil, opts, zap.New(core))
 	plain.Reconfigure(testConfig())
 	plain.Reconfigure(opts)
 	plain.Reconfigure(opts) // another setting changed, say
-	if n := logs.FilterMessageSnippet("lead_weight is ignored").Len(); n != 2 {
-		t.Fatalf("%d warnings for a store with no lead score, want 2 (at start and on the reload that set it)", n)
+	for _, key := range []string{"lead_weight", "name_weight"} {
+		if n := logs.FilterMessageSnippet(key + " is ignored").Len(); n != 2 {
+			t.Errorf("%d warnings of %s for a store with no title search, want 2 (at start and on the reload that set it)", n, key)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
@@ -245,6 +246,48 @@ var keywordTests = []test{
 		hits := keyword(t, s, "plugin NOT chain", 10)
 		if !slices.Contains(docIDs(hits), "plugin") {
 			t.Errorf("NOT was interpreted: %v", docIDs(hits))
+		}
+	}},
+
+	{"TitleSearchMatchesATitleOrLeadNeverTheTextAlone", func(t *testing.T, s knowledge.Store) {
+		ts, ok := s.(knowledge.TitleSearcher)
+		if !ok {
+			return // the service gives such a store no title-field scores
+		}
+		// The lead is a document's first paragraph (knowledge.Lead).
+		addParagraphs(t, s, "fork", "fork", "fork - create a child process", "The call returns twice.")
+		addParagraphs(t, s, "wait", "wait", "wait - wait for a process", "A child made by fork must be waited for.")
+		addParagraphs(t, s, "tar", "tar", "tar - 档案文件管理程序", "解包时用 -C 指定目录。")
+		addIn(t, s, "acme", "acme-fork", "fork", "fork - create a child process")
+		tenants := []string{knowledge.DefaultTenant}
+		for terms, want := range map[string][]string{
+			"fork":      {"fork"}, // the title and lead of fork, the text of wait
+			"child":     {"fork"}, // fork's lead, wait's text
+			"fork wait": {"fork", "wait"},
+			"tar":       {"tar"},
+			"twice":     nil, // text alone
+			"call 目录":   nil,
+		} {
+			hits, err := ts.KeywordSearchTitleTerms(t.Context(), tenants, strings.Fields(terms), 10)
+			if err != nil {
+				t.Fatalf("KeywordSearchTitleTerms(%s): %v", terms, err)
+			}
+			if got := slices.Sorted(slices.Values(docIDs(hits))); !slices.Equal(got, want) {
+				t.Errorf("KeywordSearchTitleTerms(%s) found %v; want %v", terms, got, want)
+			}
+			for _, h := range hits {
+				if !(h.Score > 0) {
+					t.Errorf("KeywordSearchTitleTerms(%s): %s scored %v; want a positive score", terms, h.ChunkID, h.Score)
+				}
+			}
+		}
+		// Chunks holding the term in their text as well as their lead
+		// are found too: fork's second chunk holds the lead only.
+		if hits, _ := ts.KeywordSearchTitleTerms(t.Context(), tenants, []string{"fork"}, 10); len(hits) != 2 {
+			t.Errorf("title search for fork found chunks %v; want both of fork's", chunkIDs(hits))
+		}
+		if hits, err := ts.KeywordSearchTitleTerms(t.Context(), []string{"globex"}, []string{"fork"}, 10); err != nil || len(hits) != 0 {
+			t.Errorf("another tenant: %v, %v; want nothing", chunkIDs(hits), err)
 		}
 	}},
 }

@@ -49,6 +49,22 @@ func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []strin
 	return out[0], nil
 }
 
+var _ knowledge.TitleSearcher = (*Store)(nil)
+
+// KeywordSearchTitleTerms is KeywordSearchTerms restricted to matches in
+// the title field, a document's title and lead (knowledge.TitleSearcher):
+// the lexemes labelled B (termsSQL).
+func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{{Terms: terms, TitleOnly: true}}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
 // keywordSQL ranks the chunks of tenants ($2) matching the tsquery $1,
 // best $3 first.
 const keywordSQL = `
@@ -66,8 +82,8 @@ const keywordSQL = `
 // transaction, sent as one batch: they see one state of the knowledge
 // base, so a document added or deleted meanwhile is in all of them or in
 // none (one query each, at READ COMMITTED, could fuse rankings of two
-// states). A title-only ranking finds nothing here: PostgreSQL has no
-// lead score.
+// states). A title-only ranking matches the title field's lexemes alone
+// (titleTermsExpression).
 func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
 	out := make([][]knowledge.Hit, len(queries))
 	tenants := knowledge.TenantList(tenantIDs)
@@ -81,7 +97,10 @@ func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries
 			terms = knowledge.WordQueryTerms(q.Query)
 		}
 		expr := termsExpression(terms)
-		if q.TitleOnly || expr == "" {
+		if q.TitleOnly {
+			expr = titleTermsExpression(terms)
+		}
+		if expr == "" {
 			continue
 		}
 		batch.Queue(keywordSQL, expr, tenants, min(limit, maxLimit)).Query(func(rows pgx.Rows) error {

@@ -40,7 +40,15 @@ func indexText(text string) string { return knowledge.FoldLatin(knowledge.IndexT
 // syntax; to_tsquery parses the quoted text as to_tsvector parsed the
 // index, so a term the parser splits becomes a phrase of its parts and
 // still matches.
-func termsExpression(terms []string) string {
+func termsExpression(terms []string) string { return labelledExpression(terms, "") }
+
+// titleTermsExpression is termsExpression matching the title field's
+// lexemes only (label B, see termsSQL): KeywordSearchTitleTerms.
+func titleTermsExpression(terms []string) string { return labelledExpression(terms, ":B") }
+
+// labelledExpression ORs terms as termsExpression says, each operand
+// followed by label ("" or a weight restriction such as ":B").
+func labelledExpression(terms []string, label string) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, t := range terms {
@@ -55,6 +63,7 @@ func termsExpression(terms []string) string {
 		b.WriteByte('\'')
 		b.WriteString(quoteEscaper.Replace(t))
 		b.WriteByte('\'')
+		b.WriteString(label)
 	}
 	return b.String()
 }
