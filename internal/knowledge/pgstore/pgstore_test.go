@@ -296,19 +296,23 @@ func TestChunkTenantIsAlwaysItsDocuments(t *testing.T) {
 	}
 }
 
-func TestQueryExpressionQuotesEveryTermOnce(t *testing.T) {
+func TestQueryOperandsQuoteEveryTermOnce(t *testing.T) {
 	for query, want := range map[string]string{
 		"":                       "",
 		"?!…":                    "",
 		"foo":                    `'foo'`,
 		"Foo foo FOO":            `'foo'`,
-		"the foo and 知识":         `'foo' | '知识'`,
+		"the foo and 知识":         `'foo' '知识'`,
 		"Ünïcödé unicode":        `'unicod'`, // folded alike, then once
-		"'; DROP TABLE x; -- \\": `'drop' | 'tabl' | 'x'`,
+		"'; DROP TABLE x; -- \\": `'drop' 'tabl' 'x'`,
 	} {
-		if got := termsExpression(knowledge.WordQueryTerms(query)); got != want {
-			t.Errorf("termsExpression(WordQueryTerms(%q)) = %s, want %s", query, got, want)
+		if got := strings.Join(queryOperands(knowledge.WordQueryTerms(query), ""), " "); got != want {
+			t.Errorf("queryOperands(WordQueryTerms(%q)) = %s, want %s", query, got, want)
 		}
+	}
+	// a quote inside a term is doubled; a label follows each operand
+	if got := queryOperands([]string{"tar", "o'neil", "tar"}, ":B"); !slices.Equal(got, []string{"'tar':B", "'o''neil':B"}) {
+		t.Errorf("title operands = %q", got)
 	}
 }
 

@@ -15,21 +15,23 @@ import (
 const maxLimit = 1000
 
 // KeywordSearch ranks the tenants' chunks matching any of the query's
-// terms (the title, heading and content terms of each chunk) by ts_rank
-// with normalisation 1: each query term found adds to a chunk's score,
-// its repeats less and less (as bm25 saturates a term's frequency), and
-// the sum is divided by 1 + ln(the number of terms in the chunk), so a
-// long chunk does not win by length alone. Unlike bm25 the score has no
-// inverse document frequency; English function words are already out of
-// the query (knowledge.QueryTerms).
+// terms (the title, heading and content terms of each chunk) by a score
+// in the manner of bm25 (keywordSQL): each query term a chunk holds adds
+// its ts_rank there, which grows with the term's occurrences less and
+// less and counts one in the title field (title and lead) twice one in
+// the text, times the term's inverse document frequency among the
+// tenants' chunks, so a rare term outweighs a common one. Unlike bm25 it
+// does not divide by a chunk's length: over the third-party evaluation
+// sets, ts_rank's length normalisations all ranked worse than none
+// (docs/retrieval.md, "Inverse document frequency on PostgreSQL").
+// English function words are already out of the query
+// (knowledge.QueryTerms).
 //
 // ts_rank, not ts_rank_cd: cover density adds every occurrence in full,
 // so a chunk repeating one common query term outranks one matching
-// several. Over the samples' labelled questions, keyword recall@3 is 0.94
-// with ts_rank (every normalisation but 2, 6 and 8; SQLite's bm25: 0.94)
-// and 0.84 to 0.90 with ts_rank_cd (see recall_test.go).
+// several.
 //
-// The query is never parsed as syntax (see termsExpression). The tenants
+// The query is never parsed as syntax (see queryOperands). The tenants
 // are kept before the limit, so other tenants' chunks never take a place,
 // and only the kept, best `limit` chunks are joined with their documents.
 func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query string, limit int) ([]knowledge.Hit, error) {
@@ -65,14 +67,27 @@ func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []
 	return out[0], nil
 }
 
-// keywordSQL ranks the chunks of tenants ($2) matching the tsquery $1,
-// best $3 first.
+// keywordSQL ranks the chunks of tenants ($1) matching any of the
+// to_tsquery operands $3, best $2 first: a chunk scores, for each operand
+// it matches, ts_rank (weights D 0.1, B — the title field — 0.2; no
+// length normalisation) times ln(1 + (N − df + 0.5) / (df + 0.5)), N the
+// tenants' chunks (their documents' chunk counts, read from the small
+// table) and df the chunks of the tenants matching the operand (counted
+// from the same scan). Each operand is one GIN index scan, so only the
+// chunks holding it are ranked for it.
 const keywordSQL = `
+	WITH n AS (
+		SELECT coalesce(sum(chunk_count), 0)::float8 AS n FROM knowledge_documents WHERE tenant_id = ANY ($1)),
+	hits AS (
+		SELECT x.i, k.seq, ts_rank('{0.1, 0.2, 0.2, 1.0}', k.terms, tq, 0) AS r
+		FROM unnest($3::text[]) WITH ORDINALITY AS x(t, i), to_tsquery('simple', t) AS tq,
+		     LATERAL (SELECT seq, terms FROM knowledge_chunks WHERE tenant_id = ANY ($1) AND terms @@ tq) AS k),
+	scored AS (
+		SELECT seq, r * ln(1 + greatest(n.n - count(*) OVER w + 0.5, 0) / (count(*) OVER w + 0.5)) AS s
+		FROM hits, n WINDOW w AS (PARTITION BY i)),
+	m AS (SELECT seq, sum(s) AS score FROM scored GROUP BY seq ORDER BY score DESC, seq LIMIT $2)
 	SELECT c.id, c.document_id, d.title, c.heading, c.page, c.content, c.idx, m.score
-	FROM (SELECT seq, ts_rank(terms, q, 1) AS score
-	      FROM knowledge_chunks, to_tsquery('simple', $1) AS q
-	      WHERE tenant_id = ANY ($2) AND terms @@ q
-	      ORDER BY score DESC, seq LIMIT $3) AS m
+	FROM m
 	JOIN knowledge_chunks c ON c.seq = m.seq
 	JOIN knowledge_documents d ON d.id = c.document_id
 	ORDER BY m.score DESC, m.seq`
@@ -83,7 +98,7 @@ const keywordSQL = `
 // base, so a document added or deleted meanwhile is in all of them or in
 // none (one query each, at READ COMMITTED, could fuse rankings of two
 // states). A title-only ranking matches the title field's lexemes alone
-// (titleTermsExpression).
+// (labelled B, termsSQL).
 func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
 	out := make([][]knowledge.Hit, len(queries))
 	tenants := knowledge.TenantList(tenantIDs)
@@ -96,14 +111,15 @@ func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries
 		if terms == nil {
 			terms = knowledge.WordQueryTerms(q.Query)
 		}
-		expr := termsExpression(terms)
+		label := ""
 		if q.TitleOnly {
-			expr = titleTermsExpression(terms)
+			label = ":B"
 		}
-		if expr == "" {
+		operands := queryOperands(terms, label)
+		if operands == nil {
 			continue
 		}
-		batch.Queue(keywordSQL, expr, tenants, min(limit, maxLimit)).Query(func(rows pgx.Rows) error {
+		batch.Queue(keywordSQL, tenants, min(limit, maxLimit), operands).Query(func(rows pgx.Rows) error {
 			hits, err := collectHits(rows)
 			out[i] = hits
 			return err
