@@ -207,8 +207,8 @@ type Search struct {
 	VectorWeight  float64 `mapstructure:"vector_weight"`  // weight of the embedding ranking
 	RRFK          int     `mapstructure:"rrf_k"`          // fusion score is weight/(rrf_k+rank)
 	// LeadWeight: the question's English words scored once more in each
-	// document's lead alone, this much against its keyword score (SQLite;
-	// 0 = off). See docs/retrieval.md, "An English lead score".
+	// document's lead alone, this much against its keyword score (0 =
+	// off). See docs/retrieval.md, "An English lead score".
 	LeadWeight float64 `mapstructure:"lead_weight"`
 	// NameWeight: the words in Latin letters of a question written in
 	// Chinese (Japanese, Thai …) — a command, product or acronym it

@@ -2,7 +2,6 @@ package knowledge_test
 
 import (
 	"context"
-	"github.com/jackc/pgx/v5"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/knowledgetest"

@@ -41,8 +41,9 @@ func NewService(store Store, embedder embedding.Embedder, opts Options, logger *
 // Reconfigure applies new chunking, upload-limit and search settings to
 // later calls (config hot reload). The embedder is fixed at construction:
 // a changed knowledge.embedding section takes a restart. A lead or name
-// weight for a store with no title search (no TitleSearcher: neither
-// SQLite nor PostgreSQL) is warned of: it does nothing there.
+// weight for a store with no title search (a store other than SQLite's
+// and PostgreSQL's that is no TitleSearcher) is warned of: it does
+// nothing there.
 func (s *Service) Reconfigure(opts Options) {
 	old := s.opts.Load()
 	if _, ok := s.store.(TitleSearcher); !ok {

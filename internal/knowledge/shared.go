@@ -118,7 +118,7 @@ func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, lim
 		}
 	}
 	if titles && search.NameWeight > 0 {
-		if names := nameTerms(query, terms); len(names) > 0 {
+		if names := nameTerms(query); len(names) > 0 {
 			queries = append(queries, KeywordQuery{Terms: names, TitleOnly: true})
 			add = append(add, func(hits, found []Hit) []Hit {
 				return addExpansion(hits, found, func(Hit) float64 { return search.NameWeight }, len(hits)+len(found))

@@ -74,8 +74,8 @@ func QueryTerms(query string) []string { return queryTerms(query, true) }
 
 // WordQueryTerms is QueryTerms without the single characters of the runs
 // of unspaced script longer than one character, only their bigrams: for
-// a ranking without inverse document frequency (PostgreSQL's ts_rank),
-// in which a character as common as 的 would count as much as a word.
+// PostgreSQL, where ranking every chunk that holds a common character
+// costs far more than it gains (pgstore.queryOperands).
 func WordQueryTerms(query string) []string { return queryTerms(query, false) }
 
 func queryTerms(query string, characters bool) []string {

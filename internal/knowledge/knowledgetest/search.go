@@ -281,10 +281,21 @@ var keywordTests = []test{
 				}
 			}
 		}
-		// Chunks holding the term in their text as well as their lead
-		// are found too: fork's second chunk holds the lead only.
+		// Every chunk of a document holds its title field, and only that
+		// field counts: fork's second chunk (its text without the word)
+		// is found, and a chunk whose text says it too does not score
+		// higher for it.
+		addParagraphs(t, s, "clone", "clone", "clone - create a child process", "The call returns twice.", "The call returns twice: clone.")
 		if hits, _ := ts.KeywordSearchTitleTerms(t.Context(), tenants, []string{"fork"}, 10); len(hits) != 2 {
 			t.Errorf("title search for fork found chunks %v; want both of fork's", chunkIDs(hits))
+		}
+		score := map[string]float64{}
+		hits, err := ts.KeywordSearchTitleTerms(t.Context(), tenants, []string{"clone"}, 10)
+		for _, h := range hits {
+			score[h.ChunkID] = h.Score
+		}
+		if err != nil || len(hits) != 3 || score[chunkID("clone", 2)] > score[chunkID("clone", 1)] {
+			t.Errorf("title search for clone: %+v, %v; want its three chunks, the text's clone adding nothing", hits, err)
 		}
 		if hits, err := ts.KeywordSearchTitleTerms(t.Context(), []string{"globex"}, []string{"fork"}, 10); err != nil || len(hits) != 0 {
 			t.Errorf("another tenant: %v, %v; want nothing", chunkIDs(hits), err)

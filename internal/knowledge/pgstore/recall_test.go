@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatpipe/chatpipe/internal/knowledge"
 	"github.com/chatpipe/chatpipe/internal/knowledge/sqlitestore"
+	"github.com/chatpipe/chatpipe/internal/knowledge/synonyms"
 	"github.com/chatpipe/chatpipe/internal/pgdb/pgdbtest"
 	"github.com/chatpipe/chatpipe/internal/retrieval"
 	"github.com/chatpipe/chatpipe/internal/samples"
@@ -17,13 +18,20 @@ import (
 
 // defaultOptions are the knowledge options config.yaml's defaults map to
 // (internal/app, which this package's tests cannot import).
-var defaultOptions = knowledge.Options{
-	MaxUploadBytes: 2 << 20,
-	MaxFileBytes:   50 << 20,
-	Chunking:       knowledge.Chunker{TargetTokens: 300, OverlapTokens: 40},
-	EmbedBatchSize: 32,
-	Search:         knowledge.SearchOptions{TopK: 20, KeywordWeight: 1, VectorWeight: 0.2, RRFK: 5},
-}
+var defaultOptions = func() knowledge.Options {
+	groups, err := knowledge.NewSynonymGroups(synonyms.Builtin())
+	if err != nil {
+		panic(err) // the built-in groups compile: a knowledge test holds it
+	}
+	return knowledge.Options{
+		MaxUploadBytes: 2 << 20,
+		MaxFileBytes:   50 << 20,
+		Chunking:       knowledge.Chunker{TargetTokens: 300, OverlapTokens: 40},
+		EmbedBatchSize: 32,
+		Search: knowledge.SearchOptions{TopK: 20, KeywordWeight: 1, VectorWeight: 0.04, RRFK: 5,
+			NameWeight: 2, Synonyms: groups, SynonymWeight: 0.5},
+	}
+}()
 
 // TestKeywordRecallOnTheSamplesIsNearSQLites: ts_rank is not bm25, so
 // the ranking differs; over the sample knowledge base and its labelled

@@ -75,11 +75,22 @@ func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []
 // table) and df the chunks of the tenants matching the operand (counted
 // from the same scan). Each operand is one GIN index scan, so only the
 // chunks holding it are ranked for it.
-const keywordSQL = `
+var keywordSQL = rankingSQL("k.terms")
+
+// titleKeywordSQL is keywordSQL for operands restricted to the title
+// field (':B'): they select the chunks by their title field, and
+// ts_rank, which scores every occurrence of a lexeme whatever its label,
+// is given the title field's lexemes alone, so the text's occurrences
+// count for nothing (as in SQLite's title-column search).
+var titleKeywordSQL = rankingSQL("ts_filter(k.terms, '{b}')")
+
+// rankingSQL is keywordSQL ranking the chunks' vector as given.
+func rankingSQL(vector string) string {
+	return `
 	WITH n AS (
 		SELECT coalesce(sum(chunk_count), 0)::float8 AS n FROM knowledge_documents WHERE tenant_id = ANY ($1)),
 	hits AS (
-		SELECT x.i, k.seq, ts_rank('{0.1, 0.2, 0.2, 1.0}', k.terms, tq, 0) AS r
+		SELECT x.i, k.seq, ts_rank('{0.1, 0.2, 0.2, 1.0}', ` + vector + `, tq, 0) AS r
 		FROM unnest($3::text[]) WITH ORDINALITY AS x(t, i), to_tsquery('simple', t) AS tq,
 		     LATERAL (SELECT seq, terms FROM knowledge_chunks WHERE tenant_id = ANY ($1) AND terms @@ tq) AS k),
 	scored AS (
@@ -91,14 +102,15 @@ const keywordSQL = `
 	JOIN knowledge_chunks c ON c.seq = m.seq
 	JOIN knowledge_documents d ON d.id = c.document_id
 	ORDER BY m.score DESC, m.seq`
+}
 
 // KeywordSearches runs a search's keyword rankings (the question's, its
 // English bridge's, its expansion's) in one read-only REPEATABLE READ
 // transaction, sent as one batch: they see one state of the knowledge
 // base, so a document added or deleted meanwhile is in all of them or in
 // none (one query each, at READ COMMITTED, could fuse rankings of two
-// states). A title-only ranking matches the title field's lexemes alone
-// (labelled B, termsSQL).
+// states). A title-only ranking matches and scores the title field's
+// lexemes alone (labelled B, termsSQL; titleKeywordSQL).
 func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries []knowledge.KeywordQuery, limit int) ([][]knowledge.Hit, error) {
 	out := make([][]knowledge.Hit, len(queries))
 	tenants := knowledge.TenantList(tenantIDs)
@@ -111,15 +123,15 @@ func (s *Store) KeywordSearches(ctx context.Context, tenantIDs []string, queries
 		if terms == nil {
 			terms = knowledge.WordQueryTerms(q.Query)
 		}
-		label := ""
+		sql, label := keywordSQL, ""
 		if q.TitleOnly {
-			label = ":B"
+			sql, label = titleKeywordSQL, ":B"
 		}
 		operands := queryOperands(terms, label)
 		if operands == nil {
 			continue
 		}
-		batch.Queue(keywordSQL, tenants, min(limit, maxLimit), operands).Query(func(rows pgx.Rows) error {
+		batch.Queue(sql, tenants, min(limit, maxLimit), operands).Query(func(rows pgx.Rows) error {
 			hits, err := collectHits(rows)
 			out[i] = hits
 			return err
