@@ -42,7 +42,7 @@ func nameTerms(query string) []string {
 		}
 		inWord = isLatinLetter(r)
 	}
-	if unspaced == 0 || unspaced < latinWords {
+	if latinWords == 0 || unspaced < latinWords {
 		return nil
 	}
 	words := strings.Map(func(r rune) rune {

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/jackc/pgx/v5"
 
@@ -95,7 +94,7 @@ func benchSearchModes(b *testing.B, corpus knowledgetest.ScaleCorpus, s knowledg
 	names.Search.NameWeight = 2
 	var named []string
 	for i, q := range corpus.Queries {
-		if strings.ContainsFunc(q, unicode.IsLetter) && !strings.Contains(q, " ") && i > 0 {
+		if strings.ContainsFunc(q, knowledge.UnspacedScript) && i > 0 {
 			named = append(named, strings.Fields(corpus.Queries[i-1])[3]+" "+q)
 		}
 	}

@@ -77,52 +77,43 @@ func (s *Service) searchTenants(ctx context.Context, tenantID string) ([]string,
 // with its weight. The rankings are run together (keywordSearches).
 func (s *Service) keywordSearch(ctx context.Context, tenantID, query string, limit int) ([]Hit, error) {
 	search := s.options().Search // read once: a reload may change it
-	leadWeight := search.LeadWeight
 	tenants, err := s.searchTenants(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
 	bridge, related := queryExpansions(query)
-	terms := QueryTerms(query)
-	var grouped []string
-	if search.SynonymWeight > 0 {
-		grouped = search.Synonyms.terms(query, terms)
-	}
 	queries := []KeywordQuery{{Query: query}}
 	// add[i] adds the ranking of queries[i+1] to the hits.
 	var add []func(hits, found []Hit) []Hit
-	for _, more := range []struct {
-		terms  []string
-		weight func(Hit) float64
-	}{
-		{bridge, bridgeWeight},
-		{related, func(Hit) float64 { return expansionWeight }},
-		{grouped, func(Hit) float64 { return search.SynonymWeight }},
-	} {
-		if len(more.terms) > 0 {
-			queries = append(queries, KeywordQuery{Terms: more.terms})
-			// Not cut to limit yet: a chunk the bridge would push out
-			// may come back through the expansion.
-			add = append(add, func(hits, found []Hit) []Hit {
-				return addExpansion(hits, found, more.weight, len(hits)+len(found))
-			})
+	// rank adds a ranking of terms (in the title field alone when
+	// titleOnly), whose hits keep lets through (all when nil) add their
+	// score × weight to a chunk's.
+	rank := func(terms []string, titleOnly bool, weight func(Hit) float64, keep func([]Hit) []Hit) {
+		if len(terms) == 0 {
+			return
 		}
+		queries = append(queries, KeywordQuery{Terms: terms, TitleOnly: titleOnly})
+		// Not cut to limit yet: a chunk the bridge would push out may
+		// come back through the expansion.
+		add = append(add, func(hits, found []Hit) []Hit {
+			if keep != nil {
+				found = keep(found)
+			}
+			return addExpansion(hits, found, weight, len(hits)+len(found))
+		})
 	}
-	_, titles := s.store.(TitleSearcher)
-	if titles && leadWeight > 0 {
-		if lead := leadEnglishTerms(query, bridge); len(lead) > 0 {
-			queries = append(queries, KeywordQuery{Terms: lead, TitleOnly: true})
-			add = append(add, func(hits, found []Hit) []Hit {
-				return addExpansion(hits, withoutChinese(found), func(Hit) float64 { return leadWeight }, len(hits)+len(found))
-			})
+	constant := func(w float64) func(Hit) float64 { return func(Hit) float64 { return w } }
+	rank(bridge, false, bridgeWeight, nil)
+	rank(related, false, constant(expansionWeight), nil)
+	if search.SynonymWeight > 0 {
+		rank(search.Synonyms.terms(query, QueryTerms(query)), false, constant(search.SynonymWeight), nil)
+	}
+	if _, ok := s.store.(TitleSearcher); ok {
+		if search.LeadWeight > 0 {
+			rank(leadEnglishTerms(query, bridge), true, constant(search.LeadWeight), withoutChinese)
 		}
-	}
-	if titles && search.NameWeight > 0 {
-		if names := nameTerms(query); len(names) > 0 {
-			queries = append(queries, KeywordQuery{Terms: names, TitleOnly: true})
-			add = append(add, func(hits, found []Hit) []Hit {
-				return addExpansion(hits, found, func(Hit) float64 { return search.NameWeight }, len(hits)+len(found))
-			})
+		if search.NameWeight > 0 {
+			rank(nameTerms(query), true, constant(search.NameWeight), nil)
 		}
 	}
 	found, err := s.keywordSearches(ctx, tenants, queries, limit)

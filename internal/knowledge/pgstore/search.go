@@ -39,16 +39,9 @@ func (s *Store) KeywordSearch(ctx context.Context, tenantIDs []string, query str
 }
 
 // KeywordSearchTerms is KeywordSearch for terms given as they are (see
-// knowledge.Store.KeywordSearchTerms): KeywordSearches of one ranking.
+// knowledge.Store.KeywordSearchTerms).
 func (s *Store) KeywordSearchTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
-	if len(terms) == 0 {
-		return nil, nil // no terms, not a question to read terms from
-	}
-	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{{Terms: terms}}, limit)
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return s.keywordSearchOne(ctx, tenantIDs, knowledge.KeywordQuery{Terms: terms}, limit)
 }
 
 var _ knowledge.TitleSearcher = (*Store)(nil)
@@ -57,10 +50,16 @@ var _ knowledge.TitleSearcher = (*Store)(nil)
 // the title field, a document's title and lead (knowledge.TitleSearcher):
 // the lexemes labelled B (termsSQL).
 func (s *Store) KeywordSearchTitleTerms(ctx context.Context, tenantIDs, terms []string, limit int) ([]knowledge.Hit, error) {
-	if len(terms) == 0 {
+	return s.keywordSearchOne(ctx, tenantIDs, knowledge.KeywordQuery{Terms: terms, TitleOnly: true}, limit)
+}
+
+// keywordSearchOne is KeywordSearches of one ranking; no terms find
+// nothing (not a question to read terms from).
+func (s *Store) keywordSearchOne(ctx context.Context, tenantIDs []string, q knowledge.KeywordQuery, limit int) ([]knowledge.Hit, error) {
+	if len(q.Terms) == 0 {
 		return nil, nil
 	}
-	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{{Terms: terms, TitleOnly: true}}, limit)
+	out, err := s.KeywordSearches(ctx, tenantIDs, []knowledge.KeywordQuery{q}, limit)
 	if err != nil {
 		return nil, err
 	}
