@@ -158,7 +158,7 @@ func TestUploadedPDFsAreFoundAndCitedWithTheirPage(t *testing.T) {
 	}
 }
 
-func TestFilledFormsTurnedTablesRightToLeftBlankPagesAndPrefixedPDFsAreSearchable(t *testing.T) {
+func TestFilledFormsTurnedTablesRightToLeftBlankPagesPrefixedAndLZWPDFsAreSearchable(t *testing.T) {
 	h := newHarness(t, ragMode)
 	cases := []struct {
 		what, file string
@@ -184,6 +184,12 @@ func TestFilledFormsTurnedTablesRightToLeftBlankPagesAndPrefixedPDFsAreSearchabl
 	doc := h.mustUpload("minutes.pdf", docparsetest.BlankFirstPagePDF("The harbour board met on Tuesday."))
 	if hit, ok := h.hitOf("harbour board met", doc.ID); !ok || hit.Page != 2 {
 		t.Errorf("after a blank page: found %v, hit %+v; want page 2", ok, hit)
+	}
+	// Streams compressed with LZW (PDF 1.0's filter) are read, pages kept.
+	doc = h.mustUpload("1992-tide-tables.pdf", docparsetest.LZWPDF(t, true,
+		"Tide tables for the outer harbour.", "Spring tides and neap tides.", "The ferry waits for the flood tide at Kettle Point."))
+	if hit, ok := h.hitOf("ferry flood tide Kettle Point", doc.ID); !ok || hit.Page != 3 {
+		t.Errorf("an LZW PDF: found %v, hit %+v; want page 3", ok, hit)
 	}
 }
 

@@ -3,6 +3,7 @@ package docparse_test
 import (
 	"archive/zip"
 	"bytes"
+	"compress/lzw"
 	"compress/zlib"
 	"context"
 	"errors"
@@ -941,5 +942,75 @@ func TestAPackageWithAPartTwiceIsRefused(t *testing.T) {
 	_, err := docparse.Parse(context.Background(), "fleet.xlsx", data, docparse.Options{})
 	if !errors.Is(err, docparse.ErrCorrupt) || !strings.Contains(err.Error(), "xl/worksheets/sheet1.xml twice") {
 		t.Fatalf("Parse = %v; want ErrCorrupt naming the part held twice", err)
+	}
+}
+
+// A PDF whose streams are compressed with LZW (PDF 1.0's filter, which
+// the reader does not implement) is read from a copy pdfcpu recompresses,
+// with either code-width change, pages and page numbers kept. The pages
+// are long enough for the codes to grow to 12 bits and the table to be
+// cleared.
+func TestParsePDFReadsLZWCompressedStreams(t *testing.T) {
+	t.Parallel()
+	words := strings.Fields("lantern harbour quay ledger beacon tide rope anchor gull pier mast keel hull sail wind fog")
+	page := func(n int) string {
+		var b strings.Builder
+		for i := range 900 {
+			b.WriteString(words[(i*i+n*7+i/3)%len(words)])
+			b.WriteByte(' ')
+		}
+		return fmt.Sprintf("Page %d opens. %s", n, b.String())
+	}
+	pages := []string{page(1), page(2), page(3) + "The keeper logs the third bell."}
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("EarlyChange=%v", early), func(t *testing.T) {
+			t.Parallel()
+			doc := parse(t, "old.pdf", docparsetest.LZWPDF(t, early, pages...))
+			if doc.Pages != 3 || len(doc.Sections) != 3 {
+				t.Fatalf("%d pages, sections %+v", doc.Pages, doc.Sections)
+			}
+			if p := pageOf(doc, "The keeper logs the third bell."); p != 3 {
+				t.Fatalf("the phrase of page 3 is on page %d", p)
+			}
+			for i, s := range doc.Sections {
+				if got, want := strings.Join(strings.Fields(s.Text), " "), strings.TrimSpace(pages[i]); got != want {
+					t.Fatalf("page %d: %d bytes, want %d: %.80q…", i+1, len(got), len(want), got)
+				}
+			}
+		})
+	}
+}
+
+// An LZW stream that would decode to far more than a page's text is not
+// decoded to the end: the file is refused as damaged, and parsing it
+// allocates a bounded amount. Not parallel, so that the count is this
+// parse's.
+func TestAnLZWBombIsRefusedWithinBoundedMemory(t *testing.T) {
+	var z bytes.Buffer
+	w := lzw.NewWriter(&z, lzw.MSB, 8)
+	zeros := make([]byte, 1<<20)
+	for range 200 {
+		if _, err := w.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := docparsetest.ObjectsPDF("",
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n", z.Len())+z.String()+"\nendstream",
+		docparsetest.HelveticaObject)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := docparse.Parse(context.Background(), "bomb.pdf", data, docparse.Options{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, docparse.ErrCorrupt) {
+		t.Fatalf("Parse of a %d-byte file decoding to 200 MiB: %v, want ErrCorrupt", len(data), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 96<<20 {
+		t.Fatalf("parsing a %d-byte file allocated %d MiB", len(data), n>>20)
 	}
 }

@@ -7,8 +7,10 @@ import (
 
 	"github.com/ledongthuc/pdf"
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/filter"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
 
 // Many PDFs are encrypted with an empty user password and an owner
@@ -47,15 +49,26 @@ const (
 // decryptOwnerOnly returns data decrypted with the empty user password,
 // or an error when that password does not open it, pdfcpu cannot read the
 // file, or ctx ends; a panic of pdfcpu is an error.
-func decryptOwnerOnly(ctx context.Context, data []byte) (plain []byte, err error) {
+func decryptOwnerOnly(ctx context.Context, data []byte) ([]byte, error) {
+	return pdfcpuCopy(ctx, data, true)
+}
+
+// pdfcpuCopy is data read by pdfcpu and written back: decrypted with the
+// empty user password when decrypt is set, and with every stream that is
+// not an image and is compressed with the LZW filter recompressed with
+// Flate (recodeLZW). An error when pdfcpu cannot read or write the file or
+// ctx ends; a panic of pdfcpu is an error.
+func pdfcpuCopy(ctx context.Context, data []byte, decrypt bool) (copied []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			plain, err = nil, fmt.Errorf("%v", p)
+			copied, err = nil, fmt.Errorf("%v", p)
 		}
 	}()
 	conf := model.NewDefaultConfiguration()
-	conf.Cmd = model.DECRYPT
-	conf.UserPW, conf.OwnerPW = "", ""
+	if decrypt {
+		conf.Cmd = model.DECRYPT
+		conf.UserPW, conf.OwnerPW = "", ""
+	}
 	conf.ValidationMode = model.ValidationRelaxed
 	conf.Optimize = false
 	conf.Offline = true
@@ -67,6 +80,9 @@ func decryptOwnerOnly(ctx context.Context, data []byte) (plain []byte, err error
 	conf.Limits.MaxXRefEntries = maxDecryptObjects
 	read, err := pdfcpu.ReadWithContext(ctx, bytes.NewReader(data), conf)
 	if err != nil {
+		return nil, err
+	}
+	if err := recodeLZW(ctx, read.XRefTable); err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
@@ -93,4 +109,86 @@ func openOwnerOnly(ctx context.Context, data []byte, refused error) (*pdf.Reader
 		return nil, refused
 	}
 	return r, nil
+}
+
+// The reader reads streams compressed with Flate, ASCII85 and no filter;
+// LZW, the compression of PDF 1.0 and 1.1 (before Flate, and still what
+// some scanners and old typesetting systems write), it refuses. pdfcpu
+// decodes it, with either code-width change (EarlyChange), so a file
+// holding LZW streams is read from a copy pdfcpu writes with those
+// streams recompressed with Flate. Images are left as they are: their
+// bytes are no text, and decoding them would cost memory for nothing.
+
+// lzwFilter is the filter's name in a stream's dictionary.
+const lzwFilter = "LZWDecode"
+
+// holdsLZW reports whether data may hold a stream compressed with LZW:
+// its filter's name, which a stream's dictionary (never inside an object
+// stream) holds in the clear, appears in it.
+func holdsLZW(data []byte) bool { return bytes.Contains(data, []byte("/"+lzwFilter)) }
+
+// withoutLZW opens the copy of data in which the streams compressed with
+// LZW are compressed with Flate (pdfcpuCopy): an error when pdfcpu cannot
+// make one, the reader cannot read it, or ctx ends.
+func withoutLZW(ctx context.Context, data []byte) (*pdf.Reader, error) {
+	recoded, err := pdfcpuCopy(ctx, data, false)
+	if err != nil {
+		return nil, err
+	}
+	return openPDF(recoded)
+}
+
+// Bounds on what recodeLZW decodes: a stream that would decode to more
+// than maxLZWStreamBytes is left as it is (a page's content stream is
+// rarely over a megabyte), and once maxLZWBytes are decoded in all, the
+// rest are. LZW turns one 12-bit code into up to 4,096 bytes, so a small
+// file could otherwise ask for gigabytes.
+const (
+	maxLZWStreamBytes = 16 << 20
+	maxLZWBytes       = 64 << 20
+)
+
+// recodeLZW decodes each stream of table that is compressed with LZW
+// and is not an image, and compresses it with Flate alone instead, within
+// maxLZWStreamBytes and maxLZWBytes. A stream pdfcpu cannot decode
+// (damaged, too large, or with a predictor it does not implement) is left
+// as it is: the reader reports it when it is read, as it does any damaged
+// stream.
+func recodeLZW(ctx context.Context, table *model.XRefTable) error {
+	budget := maxLZWBytes
+	for _, entry := range table.Table {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		if entry == nil || entry.Free {
+			continue
+		}
+		sd, ok := entry.Object.(types.StreamDict)
+		if !ok || !usesLZW(sd) || sd.Subtype() != nil && *sd.Subtype() == "Image" {
+			continue
+		}
+		if err := sd.DecodeWithLimit(int64(min(budget, maxLZWStreamBytes))); err != nil {
+			continue
+		}
+		budget -= len(sd.Content)
+		sd.FilterPipeline = []types.PDFFilter{{Name: filter.Flate}}
+		sd.Update("Filter", types.Name(filter.Flate))
+		sd.Delete("DecodeParms")
+		if err := sd.Encode(); err != nil {
+			continue
+		}
+		sd.Content = nil // the Flate bytes are what is written
+		entry.Object = sd
+	}
+	return nil
+}
+
+// usesLZW reports whether sd's filters include LZW.
+func usesLZW(sd types.StreamDict) bool {
+	for _, f := range sd.FilterPipeline {
+		if f.Name == lzwFilter {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/lzw"
 	"compress/zlib"
 	_ "embed"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/go-pdf/fpdf"
+	"github.com/pdfcpu/pdfcpu/pkg/filter"
 )
 
 // chineseFont is a subset of Droid Sans Fallback (Apache License 2.0, see
@@ -349,6 +351,59 @@ func FlatePDF(t testing.TB, content []byte) []byte {
 		fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n", z.Len())+z.String()+"\nendstream",
 		HelveticaObject,
 	)
+}
+
+// LZWPDF is a PDF of one page per text (Helvetica, one line each),
+// every content stream compressed with LZW, the filter of PDF 1.0 and
+// 1.1, as old producers and some scanners still write it: with the PDF
+// default code-width change (EarlyChange 1, encoded by pdfcpu) when
+// early, else with EarlyChange 0 (encoded by Go's compress/lzw, which
+// is that variant). Its page tree also holds an LZW image that is no
+// text.
+func LZWPDF(t testing.TB, early bool, pages ...string) []byte {
+	t.Helper()
+	encode := func(content string) []byte {
+		var b bytes.Buffer
+		if early {
+			f, err := filter.NewFilter(filter.LZW, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := f.Encode(strings.NewReader(content))
+			if err == nil {
+				_, err = b.ReadFrom(r)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b.Bytes()
+		}
+		w := lzw.NewWriter(&b, lzw.MSB, 8)
+		if _, err := io.WriteString(w, content); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	parms := ""
+	if !early {
+		parms = " /DecodeParms << /EarlyChange 0 >>"
+	}
+	n := len(pages)
+	kids := make([]string, n)
+	objs := []string{"<< /Type /Catalog /Pages 2 0 R >>", "", HelveticaObject,
+		"<< /Type /XObject /Subtype /Image /Width 8 /Height 8 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /LZWDecode" + parms +
+			fmt.Sprintf(" /Length %d >>\nstream\n", len(encode(strings.Repeat("\x80", 64)))) + string(encode(strings.Repeat("\x80", 64))) + "\nendstream"}
+	for i, text := range pages {
+		kids[i] = fmt.Sprintf("%d 0 R", len(objs)+1)
+		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> /XObject << /Im1 4 0 R >> >> >>", len(objs)+2))
+		z := encode("q 8 0 0 8 500 700 cm /Im1 Do Q BT /F1 12 Tf 72 700 Td (" + text + ") Tj ET")
+		objs = append(objs, fmt.Sprintf("<< /Filter /LZWDecode%s /Length %d >>\nstream\n", parms, len(z))+string(z)+"\nendstream")
+	}
+	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n)
+	return ObjectsPDF("", objs...)
 }
 
 // FormPDF is a one-page PDF form whose page says label and whose text
