@@ -981,6 +981,103 @@ func TestParsePDFReadsLZWCompressedStreams(t *testing.T) {
 	}
 }
 
+// A file that merely names LZW (an LZW image, a comment) while its
+// text is in streams the reader reads is read alike through the copy,
+// also when its fonts and pages are packed in object streams (which
+// pdfcpu keeps unparsed until asked: written as they were read, the copy
+// lost their references).
+func TestAPDFNamingLZWIsReadAsWithout(t *testing.T) {
+	t.Parallel()
+	for name, pdf := range map[string][]byte{
+		"classic":                 docparsetest.PDF(t, "The harbour master rings at noon.", "Boats leave on the ebb tide."),
+		"object streams":          docparsetest.WithObjectStreams(t, docparsetest.PDF(t, "The harbour master rings at noon.", "Boats leave on the ebb tide.")),
+		"Chinese, object streams": docparsetest.WithObjectStreams(t, docparsetest.ChinesePDF(t, "港口每天中午鸣钟。", "船只在退潮时离港。")),
+	} {
+		want := parse(t, name+".pdf", pdf)
+		got := parse(t, name+".pdf", append(slices.Clip(pdf), "\n% an image here is /LZWDecode\n"...))
+		if got.Text() != want.Text() || got.Pages != want.Pages {
+			t.Errorf("%s: read through the copy %d pages %q, as it is %d pages %q", name, got.Pages, got.Text(), want.Pages, want.Text())
+		}
+	}
+}
+
+// A file whose cross-reference stream (PDF 1.5) is compressed with LZW,
+// which the reader cannot even open, is read through the copy.
+func TestAPDFWithAnLZWCrossReferenceStreamIsRead(t *testing.T) {
+	t.Parallel()
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Moorings are let by the year.) Tj ET"),
+		docparsetest.HelveticaObject,
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.5\n")
+	offsets := make([]int, len(objs)+1)
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	offsets[len(objs)] = b.Len() // the cross-reference stream itself
+	entries := []byte{0, 0, 0, 0, 0, 0xff}
+	for _, off := range offsets {
+		entries = append(entries, 1, byte(off>>24), byte(off>>16), byte(off>>8), byte(off), 0)
+	}
+	var z bytes.Buffer
+	w := lzw.NewWriter(&z, lzw.MSB, 8)
+	if _, err := w.Write(entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 1] /Root 1 0 R /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n",
+		len(objs)+1, len(objs)+2, z.Len())
+	b.Write(z.Bytes())
+	fmt.Fprintf(&b, "\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n", offsets[len(objs)])
+	doc := parse(t, "moorings.pdf", b.Bytes())
+	if !strings.Contains(doc.Text(), "Moorings are let by the year.") {
+		t.Fatalf("text %q", doc.Text())
+	}
+}
+
+// Many LZW streams, each decoding to the per-stream bound, cannot make
+// the copy decode more than its overall bound (64 MiB): the file is read
+// (its text is in a plain stream) within bounded memory. Not parallel,
+// so that the count is this parse's.
+func TestManyLZWStreamsAreDecodedWithinOneBudget(t *testing.T) {
+	var z bytes.Buffer
+	w := lzw.NewWriter(&z, lzw.MSB, 8)
+	if _, err := w.Write(make([]byte, 16<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (The tide turns at four.) Tj ET"),
+		docparsetest.HelveticaObject,
+	}
+	for range 24 { // 384 MiB if each were decoded
+		objs = append(objs, fmt.Sprintf("<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n", z.Len())+z.String()+"\nendstream")
+	}
+	data := docparsetest.ObjectsPDF("", objs...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	doc := parse(t, "many.pdf", data)
+	runtime.ReadMemStats(&after)
+	if !strings.Contains(doc.Text(), "The tide turns at four.") {
+		t.Fatalf("text %q", doc.Text())
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 320<<20 {
+		t.Fatalf("parsing a %d-byte file allocated %d MiB", len(data), n>>20)
+	}
+}
+
 // An LZW stream that would decode to far more than a page's text is not
 // decoded to the end: the file is refused as damaged, and parsing it
 // allocates a bounded amount. Not parallel, so that the count is this

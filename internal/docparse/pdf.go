@@ -31,11 +31,13 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 		r, err = openOwnerOnly(ctx, data, err)
 	case err == nil && shortRC4Key(r):
 		r, err = openOwnerOnly(ctx, data, failf(ErrEncrypted, "the PDF is protected (an owner password restricts it) with an encryption this reader cannot undo; save a copy without the protection and upload it again"))
-	case err == nil && holdsLZW(data):
-		// The copy is read when there is one; otherwise the file as it
-		// is, whose LZW streams are then reported as they are read.
+	case holdsLZW(data):
+		// The copy is read when there is one (also for a file the reader
+		// could not open: its cross-reference stream is LZW); otherwise
+		// the file as it is, whose LZW streams are then reported as they
+		// are read, or the reader's complaint.
 		if recoded, rerr := withoutLZW(ctx, data); rerr == nil {
-			r = recoded
+			r, err = recoded, nil
 		} else if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}

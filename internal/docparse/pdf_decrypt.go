@@ -148,17 +148,37 @@ const (
 	maxLZWBytes       = 64 << 20
 )
 
-// recodeLZW decodes each stream of table that is compressed with LZW
-// and is not an image, and compresses it with Flate alone instead, within
-// maxLZWStreamBytes and maxLZWBytes. A stream pdfcpu cannot decode
-// (damaged, too large, or with a predictor it does not implement) is left
-// as it is: the reader reports it when it is read, as it does any damaged
-// stream.
+// recodeLZW first turns every object kept in an object stream into the
+// object itself (pdfcpu keeps them lazily and would write their text as
+// read, with references it no longer follows: the copy would lose the
+// fonts of most files since PDF 1.5). It then decodes each stream of
+// table that is compressed with LZW and is not an image, and compresses
+// it with Flate alone instead, within maxLZWStreamBytes each and
+// maxLZWBytes in all (a stream that fails counts its limit: many streams
+// each failing at the limit cost no more). A stream pdfcpu cannot decode
+// (damaged, too large, or with a predictor it does not implement) is
+// left as it is: the reader reports it when it is read, as it does any
+// damaged stream.
 func recodeLZW(ctx context.Context, table *model.XRefTable) error {
+	for _, entry := range table.Table {
+		if entry == nil || entry.Free {
+			continue
+		}
+		if lazy, ok := entry.Object.(types.LazyObjectStreamObject); ok {
+			obj, err := lazy.DecodedObject(ctx)
+			if err != nil {
+				return err
+			}
+			entry.Object = obj
+		}
+	}
 	budget := maxLZWBytes
 	for _, entry := range table.Table {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
+		}
+		if budget <= 0 {
+			break
 		}
 		if entry == nil || entry.Free {
 			continue
@@ -167,7 +187,11 @@ func recodeLZW(ctx context.Context, table *model.XRefTable) error {
 		if !ok || !usesLZW(sd) || sd.Subtype() != nil && *sd.Subtype() == "Image" {
 			continue
 		}
-		if err := sd.DecodeWithLimit(int64(min(budget, maxLZWStreamBytes))); err != nil {
+		// pdfcpu reads a limit of 0 as its default and one below 0 as
+		// none: the budget is above 0 here.
+		limit := min(budget, maxLZWStreamBytes)
+		if err := sd.DecodeWithLimit(int64(limit)); err != nil {
+			budget -= limit
 			continue
 		}
 		budget -= len(sd.Content)

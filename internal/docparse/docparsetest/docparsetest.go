@@ -21,7 +21,9 @@ import (
 	"testing"
 
 	"github.com/go-pdf/fpdf"
+	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/filter"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 // chineseFont is a subset of Droid Sans Fallback (Apache License 2.0, see
@@ -404,6 +406,24 @@ func LZWPDF(t testing.TB, early bool, pages ...string) []byte {
 	}
 	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n)
 	return ObjectsPDF("", objs...)
+}
+
+// WithObjectStreams is pdf rewritten by pdfcpu as PDF 1.5 and later
+// producers write: most objects (fonts, pages) packed into compressed
+// object streams, found through a cross-reference stream.
+func WithObjectStreams(t testing.TB, pdf []byte) []byte {
+	t.Helper()
+	model.ConfigPath = "disable"
+	conf := model.NewDefaultConfiguration()
+	conf.WriteObjectStream, conf.WriteXRefStream = true, true
+	var out bytes.Buffer
+	if err := api.Optimize(bytes.NewReader(pdf), &out, conf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("/ObjStm")) {
+		t.Fatal("pdfcpu wrote no object stream")
+	}
+	return out.Bytes()
 }
 
 // FormPDF is a one-page PDF form whose page says label and whose text
