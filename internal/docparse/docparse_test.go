@@ -622,6 +622,167 @@ func TestAPDFsAnnotationsCountAgainstItsBudget(t *testing.T) {
 	}
 }
 
+// layeredPage is a one-page PDF of objects numbered from 1: the catalog
+// with ocProperties (its /OCProperties), the page tree, the page
+// (Helvetica as /F1, resources besides the font, annotations), its
+// content, Helvetica as object 5, then more.
+func layeredPage(ocProperties, resources, annots, content string, more ...string) []byte {
+	return docparsetest.ObjectsPDF("", append([]string{
+		"<< /Type /Catalog /Pages 2 0 R /OCProperties " + ocProperties + " >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> " +
+			resources + " >> /Annots " + annots + " >>",
+		docparsetest.Stream("", content),
+		docparsetest.HelveticaObject,
+	}, more...)...)
+}
+
+// para is a paragraph of text at height y, in marked content when
+// marked (e.g. "/OC /Draft BDC") is given.
+func para(y int, text string, marked ...string) string {
+	line := fmt.Sprintf("BT /F1 12 Tf 72 %d Td (%s) Tj ET", y, text)
+	if len(marked) > 0 {
+		line = strings.Join(marked, " ") + " " + line + strings.Repeat(" EMC", len(marked))
+	}
+	return line + "\n"
+}
+
+// checkShown fails t unless text holds each phrase of shown and none of
+// hidden.
+func checkShown(t *testing.T, text string, shown, hidden []string) {
+	t.Helper()
+	for _, want := range shown {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q, which is shown:\n%s", want, text)
+		}
+	}
+	for _, unwanted := range hidden {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("text holds %q, which is hidden:\n%s", unwanted, text)
+		}
+	}
+}
+
+func TestAPDFsLayersThatAreOffAreLeftOut(t *testing.T) {
+	t.Parallel()
+	form := func(oc, resources, content string) string {
+		return docparsetest.Stream("/Type /XObject /Subtype /Form /BBox [0 0 400 40] "+oc+
+			" /Resources << /Font << /F1 5 0 R >> "+resources+" >>", content)
+	}
+	content := para(760, "Always visible paragraph.") +
+		para(740, "Draft layer paragraph.", "/OC /Draft BDC") +
+		para(720, "Final layer paragraph.", "/OC /Final BDC") +
+		para(700, "Needs both layers paragraph.", "/OC /AllOn BDC") +
+		para(680, "Needs either layer paragraph.", "/OC /AnyOn BDC") +
+		para(660, "Shown while the draft is off.", "/OC /NotDraft BDC") +
+		para(640, "Expression hides this paragraph.", "/OC /FinalAndDraft BDC") +
+		// Damage counts as visible: a membership naming no group, a
+		// name /Properties lacks.
+		para(620, "Damaged membership paragraph.", "/OC /Broken BDC") +
+		para(600, "Unlisted property paragraph.", "/OC /Missing BDC") +
+		// Nested marked content stays hidden until the hiding sequence
+		// ends; a hidden sequence inside another stays hidden only
+		// until its own end.
+		"/OC /Draft BDC /Span << /Lang (en) >> BDC " + para(580, "Nested hidden words.") + "EMC " +
+		para(560, "Still hidden after the inner end.") + "EMC\n" +
+		para(540, "Visible after the layer ends.") +
+		"/Artifact BMC /OC /Draft BDC " + para(520, "Hidden inside an artifact.") + "EMC " +
+		para(500, "Visible inside the artifact.") + "EMC\n" +
+		// Forms: one that is optional content hidden, one whose own
+		// resources name a hidden layer, the latter drawn again inside
+		// hidden content.
+		"q 1 0 0 1 72 440 cm /HiddenForm Do Q q 1 0 0 1 72 400 cm /Form Do Q\n" +
+		"/OC /Draft BDC q 1 0 0 1 72 360 cm /Form Do Q EMC\n"
+	data := layeredPage(
+		"<< /OCGs [6 0 R 7 0 R] /D << /ON [7 0 R] /OFF [6 0 R] >> >>",
+		"/Properties << /Draft 6 0 R /Final 7 0 R /AllOn 8 0 R /AnyOn 9 0 R /NotDraft 10 0 R /FinalAndDraft 11 0 R /Broken 12 0 R >> "+
+			"/XObject << /HiddenForm 13 0 R /Form 14 0 R >>",
+		"[15 0 R 16 0 R]", content,
+		"<< /Type /OCG /Name (Draft) >>", // 6, off
+		"<< /Type /OCG /Name (Final) >>", // 7, on
+		"<< /Type /OCMD /OCGs [6 0 R 7 0 R] /P /AllOn >>",
+		"<< /Type /OCMD /OCGs [6 0 R 7 0 R] >>",
+		// The expression decides where there is one: here it shows
+		// what the groups and policy would hide.
+		"<< /Type /OCMD /OCGs 6 0 R /VE [/Not 6 0 R] >>",
+		"<< /Type /OCMD /VE [/And 7 0 R [/Or 6 0 R]] >>",
+		"<< /Type /OCMD /OCGs 42 >>",
+		form("/OC 6 0 R", "", "BT /F1 12 Tf 0 10 Td (Hidden form text.) Tj ET"),
+		form("", "/Properties << /L 6 0 R >>", "BT /F1 12 Tf 0 10 Td (Form text shown.) Tj ET "+
+			"/OC /L BDC BT /F1 12 Tf 0 25 Td (Form layer text.) Tj ET EMC"),
+		// An annotation in a hidden layer, and one whose appearance is.
+		"<< /Type /Annot /Subtype /FreeText /OC 6 0 R /Rect [72 200 400 240] /AP << /N 17 0 R >> >>",
+		"<< /Type /Annot /Subtype /FreeText /Rect [72 150 400 190] /AP << /N 18 0 R >> >>",
+		form("", "", "BT /F1 12 Tf 0 10 Td (Hidden annotation text.) Tj ET"),
+		form("/OC 8 0 R", "", "BT /F1 12 Tf 0 10 Td (Hidden appearance text.) Tj ET"),
+	)
+	text := parse(t, "layers.pdf", data).Text()
+	checkShown(t, text,
+		[]string{"Always visible paragraph.", "Final layer paragraph.", "Needs either layer paragraph.",
+			"Shown while the draft is off.", "Damaged membership paragraph.", "Unlisted property paragraph.",
+			"Visible after the layer ends.", "Visible inside the artifact.", "Form text shown."},
+		[]string{"Draft layer", "Needs both", "Expression hides", "Nested hidden", "Still hidden",
+			"Hidden inside", "Hidden form", "Form layer", "Hidden annotation", "Hidden appearance"})
+	if n := strings.Count(text, "Form text shown."); n != 1 {
+		t.Errorf("the form is read %d times; once is shown", n)
+	}
+}
+
+func TestAPDFsLayersOffByTheirBaseStateAreLeftOut(t *testing.T) {
+	t.Parallel()
+	// Groups 6 and 7 are the same dictionary, one turned on; group 8 is
+	// missing from /OCGs, the document's groups, so it is damage and
+	// counts as visible.
+	data := layeredPage(
+		"<< /OCGs [6 0 R 7 0 R] /D << /BaseState /OFF /ON [6 0 R] >> >>",
+		"/Properties << /A 6 0 R /B 7 0 R /C 8 0 R >>", "[]",
+		para(700, "Notes turned on.", "/OC /A BDC")+
+			para(680, "Notes left off.", "/OC /B BDC")+
+			para(660, "Group of no document.", "/OC /C BDC")+
+			para(640, "Outside any layer."),
+		"<< /Type /OCG /Name (Notes) >>",
+		"<< /Type /OCG /Name (Notes) >>",
+		"<< /Type /OCG /Name (Stray) >>",
+	)
+	checkShown(t, parse(t, "base-off.pdf", data).Text(),
+		[]string{"Notes turned on.", "Group of no document.", "Outside any layer."}, []string{"Notes left off."})
+}
+
+func TestAPDFsVisibilityExpressionsAreBounded(t *testing.T) {
+	t.Parallel()
+	// Two expressions that never end unbounded: one naming itself (an
+	// endless depth), and one of nine levels naming the next eight times
+	// (eight to the ninth groups to read). Unreadable, they count as
+	// visible.
+	more := []string{
+		"<< /Type /OCG /Name (Off) >>", // 6
+		"<< /Type /OCG /Name (On) >>",  // 7
+		"<< /Type /OCMD /VE 10 0 R >>", // 8
+		"<< /Type /OCMD /VE 11 0 R >>", // 9
+		"[/Or 10 0 R 6 0 R]",           // 10
+	}
+	for level := range 9 { // 11 to 19
+		next := fmt.Sprintf("%d 0 R ", 12+level)
+		if level == 8 {
+			next = "7 0 R "
+		}
+		more = append(more, "[/And "+strings.Repeat(next, 8)+"]")
+	}
+	data := layeredPage(
+		"<< /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >>",
+		"/Properties << /Loop 8 0 R /Wide 9 0 R >>", "[]",
+		para(700, "Looped expression paragraph.", "/OC /Loop BDC")+
+			para(680, "Wide expression paragraph.", "/OC /Wide BDC"),
+		more...,
+	)
+	start := time.Now()
+	checkShown(t, parse(t, "expressions.pdf", data).Text(),
+		[]string{"Looped expression paragraph.", "Wide expression paragraph."}, nil)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("parse took %v", d)
+	}
+}
+
 func TestAPDFsOperandsWithoutAnOperatorAreBounded(t *testing.T) {
 	t.Parallel()
 	// "1 1 1 …" with no operator: the interpreter would hold every number
