@@ -274,11 +274,12 @@ func (h *harness) failedText(title string) string {
 	}
 	defer s.Close()
 	id := fmt.Sprintf("failed-%d", time.Now().UnixNano())
-	if _, err := s.BeginDocument(context.Background(), knowledge.Document{ID: id, TenantID: knowledge.DefaultTenant, Title: title,
-		MediaType: knowledge.MediaMarkdown}, []byte("# "+title)); err != nil {
+	begun, err := s.BeginDocument(context.Background(), knowledge.Document{ID: id, TenantID: knowledge.DefaultTenant, Title: title,
+		MediaType: knowledge.MediaMarkdown}, []byte("# "+title))
+	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := s.FailDocument(context.Background(), id, "Storing the document failed.", ""); err != nil {
+	if err := s.FailDocument(context.Background(), id, begun.Claim, "Storing the document failed.", ""); err != nil {
 		h.t.Fatal(err)
 	}
 	return id

@@ -73,13 +73,15 @@ func (s *Service) Ingest(ctx context.Context, req IngestRequest) (Document, erro
 }
 
 func (s *Service) ingest(ctx context.Context, req IngestRequest, embed bool) (Document, error) {
-	return s.ingestAs(ctx, req, embed, "")
+	return s.ingestAs(ctx, req, embed, ingestJob{})
 }
 
-// ingestAs is Ingest into the processing document jobID (a background
-// ingest: FinishDocument makes it ready), or into a new document when
-// jobID is "". Errors of the store are marked errStore.
-func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, jobID string) (Document, error) {
+// ingestAs is Ingest into the processing document of job (a background
+// ingest: FinishDocument makes it ready, if job still holds its claim),
+// or into a new document when job is zero. Errors of the store are
+// marked errStore.
+func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, job ingestJob) (Document, error) {
+	jobID := job.id
 	start := time.Now()
 	report := progressReporter{notify: req.Progress}
 	cfg := s.options()
@@ -124,6 +126,7 @@ func (s *Service) ingestAs(ctx context.Context, req IngestRequest, embed bool, j
 		MediaType: mediaType,
 		Content:   text,
 		FileHash:  fileHash,
+		Claim:     job.claim,
 	}
 	if existing, err := s.store.DocumentByHash(ctx, doc.TenantID, ContentHash(text)); err == nil {
 		return existing, ErrDuplicate

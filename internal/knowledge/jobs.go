@@ -39,7 +39,7 @@ const progressEvery = 250 * time.Millisecond
 // store and claims the ones a stopped or dead process left (ClaimStale).
 type background struct {
 	slots       chan struct{}
-	queue       chan string
+	queue       chan ingestJob
 	staleAfter  time.Duration
 	maxAttempts int
 
@@ -56,21 +56,30 @@ type background struct {
 	held map[string]heldJob
 }
 
-// heldJob is an ingest queued or under way here: its latest progress, for
-// the heartbeat, and, once running, how to stop it (its document was
-// deleted).
+// ingestJob is a background ingest: its document, and the claim it holds
+// on it (Document.Claim), which every write of the ingest names, so that
+// one that lost the document to another process changes nothing.
+type ingestJob struct {
+	id    string
+	claim int64
+}
+
+// heldJob is an ingest queued or under way here: its claim and latest
+// progress, for the heartbeat, and, once running, how to stop it (its
+// document was deleted).
 type heldJob struct {
+	claim    int64
 	progress Progress
 	stop     context.CancelCauseFunc // nil while queued
 }
 
-// enqueue holds id here and queues it; a slot must be taken first (then
+// enqueue holds job here and queues it; a slot must be taken first (then
 // the send never blocks).
-func (bg *background) enqueue(id string) {
+func (bg *background) enqueue(job ingestJob) {
 	bg.mu.Lock()
-	bg.held[id] = heldJob{}
+	bg.held[job.id] = heldJob{claim: job.claim}
 	bg.mu.Unlock()
-	bg.queue <- id
+	bg.queue <- job
 }
 
 // heldIDs are the documents queued or running here, which a claim of
@@ -118,7 +127,7 @@ func (s *Service) StartBackground() {
 	workers, queue := max(cfg.Workers, 1), max(cfg.Queue, 0)
 	bg := &background{
 		slots:       make(chan struct{}, workers+queue),
-		queue:       make(chan string, workers+queue),
+		queue:       make(chan ingestJob, workers+queue),
 		staleAfter:  cmp.Or(cfg.StaleAfter, time.Minute),
 		maxAttempts: max(cfg.MaxAttempts, 1),
 		held:        map[string]heldJob{},
@@ -131,9 +140,9 @@ func (s *Service) StartBackground() {
 				select {
 				case <-bg.ctx.Done():
 					return
-				case id := <-bg.queue:
-					s.runJob(id)
-					bg.drop(id)
+				case job := <-bg.queue:
+					s.runJob(job)
+					bg.drop(job.id)
 					<-bg.slots
 				}
 			}
@@ -155,29 +164,30 @@ func (s *Service) stopBackground() {
 	defer cancel()
 	for {
 		select {
-		case id := <-bg.queue:
-			bg.drop(id)
-			s.release(ctx, id)
+		case job := <-bg.queue:
+			bg.drop(job.id)
+			s.release(ctx, job)
 		default:
 			return
 		}
 	}
 }
 
-// release marks id's ingest as stopped, so that the next run takes it at
-// once instead of after stale_after.
-func (s *Service) release(ctx context.Context, id string) {
-	if err := s.store.ReleaseDocument(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
-		s.log.Warn("could not release an interrupted ingest; it resumes once stale", zap.String("document_id", id), zap.Error(err))
+// release marks job's ingest as stopped, so that the next run takes it
+// at once instead of after stale_after (unless another process took it
+// over meanwhile: it is that one's).
+func (s *Service) release(ctx context.Context, job ingestJob) {
+	if err := s.store.ReleaseDocument(ctx, job.id, job.claim); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.Warn("could not release an interrupted ingest; it resumes once stale", zap.String("document_id", job.id), zap.Error(err))
 	}
 }
 
-// releaseStopped releases id's ingest as the service stops (its own
+// releaseStopped releases job's ingest as the service stops (its own
 // context done).
-func (s *Service) releaseStopped(id string) {
+func (s *Service) releaseStopped(job ingestJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.release(ctx, id)
+	s.release(ctx, job)
 }
 
 // IngestBackground stores req as a processing document and queues its
@@ -230,7 +240,7 @@ func (s *Service) IngestBackground(ctx context.Context, req IngestRequest) (Docu
 		<-bg.slots
 		return s.lostFileRace(ctx, cmp.Or(req.TenantID, DefaultTenant), fileHash, err)
 	}
-	bg.enqueue(doc.ID) // never blocks: the slot taken is room in the queue
+	bg.enqueue(ingestJob{doc.ID, doc.Claim}) // never blocks: the slot taken is room in the queue
 	s.replaceFailed(ctx, doc)
 	s.log.Info("document queued for ingest", zap.String("document_id", doc.ID), zap.String("tenant_id", doc.TenantID),
 		zap.Int("bytes", len(upload)))
@@ -358,18 +368,19 @@ func (s *Service) textDuplicate(ctx context.Context, req IngestRequest, mediaTyp
 
 // runJob ingests one processing document into itself, then makes it
 // ready, or failed with a reason a user can act on.
-func (s *Service) runJob(id string) {
+func (s *Service) runJob(job ingestJob) {
 	bg := s.bg
 	ctx := bg.ctx
+	id := job.id
 	// Stopping (a job cut short, or taken from the queue as the service
 	// stops): released, its attempt given back.
 	defer func() {
 		if ctx.Err() != nil {
-			s.releaseStopped(id)
+			s.releaseStopped(job)
 		}
 	}()
 	doc, err := s.store.Document(ctx, id)
-	if err != nil || doc.Status != StatusProcessing {
+	if err != nil || doc.Status != StatusProcessing || doc.Claim != job.claim {
 		return // deleted, or taken by another process meanwhile (or stopping: above)
 	}
 	if doc.Attempts > bg.maxAttempts {
@@ -377,7 +388,7 @@ func (s *Service) runJob(id string) {
 		if doc.Attempts-1 == 1 {
 			times = "once"
 		}
-		s.fail(id, "The server stopped "+times+" while ingesting this document; upload it again.")
+		s.fail(job, "The server stopped "+times+" while ingesting this document; upload it again.")
 		return
 	}
 	upload, err := s.store.Upload(ctx, id)
@@ -391,22 +402,22 @@ func (s *Service) runJob(id string) {
 	jobCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	bg.mu.Lock()
-	bg.held[id] = heldJob{stop: stop}
+	bg.held[id] = heldJob{claim: job.claim, stop: stop}
 	bg.mu.Unlock()
 
 	var lastWrite time.Time
 	req := IngestRequest{TenantID: doc.TenantID, Title: doc.Title, Source: doc.Source, MediaType: doc.MediaType,
 		Progress: func(p Progress) {
 			bg.mu.Lock()
-			bg.held[id] = heldJob{progress: p, stop: stop}
+			bg.held[id] = heldJob{claim: job.claim, progress: p, stop: stop}
 			bg.mu.Unlock()
 			if time.Since(lastWrite) < progressEvery {
 				return
 			}
 			lastWrite = time.Now()
-			switch err := s.store.UpdateProgress(jobCtx, id, p); {
+			switch err := s.store.UpdateProgress(jobCtx, id, job.claim, p); {
 			case errors.Is(err, ErrNotFound):
-				stop(errGone) // deleted meanwhile, maybe by another replica
+				stop(errGone) // deleted meanwhile, maybe by another replica, or taken over by one
 			case err != nil && jobCtx.Err() == nil:
 				s.log.Warn("background ingest: record progress", zap.String("document_id", id), zap.Error(err))
 			}
@@ -416,7 +427,7 @@ func (s *Service) runJob(id string) {
 	} else {
 		req.Content = string(upload)
 	}
-	stored, err := s.ingestAs(jobCtx, req, s.embedder != nil, id)
+	stored, err := s.ingestAs(jobCtx, req, s.embedder != nil, job)
 	switch {
 	case err == nil:
 		if stored.Warning != "" {
@@ -425,29 +436,36 @@ func (s *Service) runJob(id string) {
 	case ctx.Err() != nil:
 		// Released as runJob returns.
 	case errors.Is(context.Cause(jobCtx), errGone):
-		s.log.Info("background ingest stopped: the document was deleted", zap.String("document_id", id))
+		s.log.Info("background ingest stopped: the document was deleted or taken over by another process", zap.String("document_id", id))
 	case errors.Is(err, ErrDuplicate):
-		s.failAs(id, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID), stored.ID)
+		s.failAs(job, fmt.Sprintf("The same content is already stored as %q (document %s).", stored.Title, stored.ID), stored.ID)
 	case errors.Is(err, ErrNotFound):
-		// Deleted (or finished by another process) meanwhile.
+		// Deleted, finished or taken over by another process meanwhile.
 	case errors.Is(err, errStore):
 		s.log.Error("background ingest failed", zap.String("document_id", id), zap.Error(err))
-		s.fail(id, "Storing the document failed; see the server log, then upload it again.")
+		s.fail(job, "Storing the document failed; see the server log, then upload it again.")
 	default:
-		s.fail(id, Reason(err))
+		s.fail(job, Reason(err))
 	}
 }
 
-// fail marks id failed with reason (logged too).
-func (s *Service) fail(id, reason string) { s.failAs(id, reason, "") }
+// fail marks job's document failed with reason (logged too).
+func (s *Service) fail(job ingestJob, reason string) { s.failAs(job, reason, "") }
 
-// failAs is fail naming the document id duplicates ("" for none).
-func (s *Service) failAs(id, reason, duplicateOf string) {
-	s.log.Info("background ingest failed", zap.String("document_id", id), zap.String("reason", reason))
+// failAs is fail naming the document job's duplicates ("" for none). A
+// job that lost its claim fails nothing: the document is another
+// process's now.
+func (s *Service) failAs(job ingestJob, reason, duplicateOf string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.bg.ctx), 5*time.Second)
 	defer cancel()
-	if err := s.store.FailDocument(ctx, id, reason, duplicateOf); err != nil && !errors.Is(err, ErrNotFound) {
-		s.log.Error("background ingest: mark failed", zap.String("document_id", id), zap.Error(err))
+	switch err := s.store.FailDocument(ctx, job.id, job.claim, reason, duplicateOf); {
+	case err == nil:
+		s.log.Info("background ingest failed", zap.String("document_id", job.id), zap.String("reason", reason))
+	case errors.Is(err, ErrNotFound):
+		s.log.Info("background ingest failed, but the document is no longer its to fail (deleted, or taken over by another process)",
+			zap.String("document_id", job.id), zap.String("reason", reason))
+	default:
+		s.log.Error("background ingest: mark failed", zap.String("document_id", job.id), zap.String("reason", reason), zap.Error(err))
 	}
 }
 
@@ -483,24 +501,22 @@ func (s *Service) janitor() {
 		case <-tick.C:
 		}
 		bg.mu.Lock()
-		alive := make(map[string]Progress, len(bg.held))
-		for id, job := range bg.held {
-			alive[id] = job.progress
-		}
+		alive := maps.Clone(bg.held)
 		bg.mu.Unlock()
-		for id, p := range alive {
+		for id, job := range alive {
 			// Each heartbeat waits a third of stale_after at most: a
 			// document being finished holds its row locked for as long as
 			// its chunks take to write (PostgreSQL), and the documents
 			// queued behind it must not go stale waiting for it.
 			ctx, cancel := context.WithTimeout(bg.ctx, bg.staleAfter/3)
-			err := s.store.UpdateProgress(ctx, id, p)
+			err := s.store.UpdateProgress(ctx, id, job.claim, job.progress)
 			cancel()
 			switch {
 			case errors.Is(err, ErrNotFound):
-				// Deleted (maybe on another replica) while its ingest
-				// waits, say on an embedding call: stop it. (Finished
-				// just now, it has nothing left to stop.)
+				// Deleted (maybe on another replica) or taken over by
+				// another replica (its heartbeats failed too long) while
+				// its ingest waits, say on an embedding call: stop it.
+				// (Finished just now, it has nothing left to stop.)
 				bg.stop(id)
 			case errors.Is(err, context.DeadlineExceeded) && bg.ctx.Err() == nil:
 				s.log.Debug("background ingest: heartbeat waited too long (the document is being written?)", zap.String("document_id", id))
@@ -529,9 +545,9 @@ func (s *Service) claimStale() {
 		select {
 		case bg.slots <- struct{}{}:
 			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
-			bg.enqueue(d.ID)
+			bg.enqueue(ingestJob{d.ID, d.Claim})
 		default:
-			s.release(bg.ctx, d.ID)
+			s.release(bg.ctx, ingestJob{d.ID, d.Claim})
 		}
 	}
 }

@@ -344,11 +344,11 @@ type quietStore struct {
 	quiet atomic.Bool
 }
 
-func (s *quietStore) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+func (s *quietStore) UpdateProgress(ctx context.Context, id string, claim int64, p knowledge.Progress) error {
 	if s.quiet.Load() {
 		return errors.New("database is locked")
 	}
-	return s.Store.UpdateProgress(ctx, id, p)
+	return s.Store.UpdateProgress(ctx, id, claim, p)
 }
 
 // A document of this process whose heartbeat could not be written goes
@@ -433,12 +433,12 @@ type stuckStore struct {
 	stuck atomic.Value // the document id whose writes wait; "" for none
 }
 
-func (s *stuckStore) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+func (s *stuckStore) UpdateProgress(ctx context.Context, id string, claim int64, p knowledge.Progress) error {
 	if id == s.stuck.Load() {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return s.Store.UpdateProgress(ctx, id, p)
+	return s.Store.UpdateProgress(ctx, id, claim, p)
 }
 
 // A heartbeat that waits (a document being written holds its row) does
@@ -465,5 +465,68 @@ func TestAHeartbeatThatWaitsDoesNotLetTheQueueGoStale(t *testing.T) {
 	time.Sleep(15 * staleAfter)
 	if d, err := b.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Attempts != queued.Attempts {
 		t.Errorf("the queued document behind a waiting heartbeat: %+v, %v; want attempts still %d (not taken by the other replica)", d, err, queued.Attempts)
+	}
+}
+
+// lostStore is a replica's store cut off from the database for a while:
+// its heartbeats fail while quiet is set (as quietStore's) and writing a
+// finished document fails; each FailDocument's result is sent on failed.
+type lostStore struct {
+	quietStore
+	failed chan error
+}
+
+func (s *lostStore) FinishDocument(context.Context, knowledge.Document, []knowledge.Chunk) (knowledge.Document, error) {
+	return knowledge.Document{}, errors.New("connection reset by peer")
+}
+
+func (s *lostStore) FailDocument(ctx context.Context, id string, claim int64, reason, duplicateOf string) error {
+	err := s.Store.FailDocument(ctx, id, claim, reason, duplicateOf)
+	s.failed <- err
+	return err
+}
+
+// A replica whose heartbeats failed long enough for another to take its
+// document over cannot, when its own ingest then fails, fail the
+// document the other is ingesting: its writes name the claim it lost.
+// The document ends as the other replica makes it: ready.
+func TestAReplicaThatLostItsDocumentToAnotherCannotFailIt(t *testing.T) {
+	srvA, releaseA := heldEmbeddingServer(t)
+	srvB, releaseB := heldEmbeddingServer(t)
+	path := filepath.Join(t.TempDir(), "chatpipe.db")
+	inner, err := sqlitestore.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeA := &lostStore{quietStore: quietStore{Store: inner}, failed: make(chan error, 1)}
+	const staleAfter = 90 * time.Millisecond
+	a := backgroundServiceOver(t, storeA, srvA, staleAfter)
+	defer a.Close()
+	doc, err := a.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, a, doc.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 }) // held at its embeddings
+	storeA.quiet.Store(true)
+
+	b := backgroundService(t, path, srvB, staleAfter)
+	defer b.Close()
+	waitFor(t, b, doc.ID, func(d knowledge.Document) bool { return d.Claim == 2 && d.Progress.ChunksTotal > 0 }) // B's now, held
+
+	releaseA() // A's ingest goes on, cannot store the document, and fails it
+	select {
+	case err := <-storeA.failed:
+		if !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("A's FailDocument under the claim it lost: %v, want ErrNotFound", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's ingest never failed")
+	}
+	if d, err := b.Document(t.Context(), knowledge.DefaultTenant, doc.ID); err != nil || d.Status != knowledge.StatusProcessing || d.Claim != 2 {
+		t.Fatalf("after A failed: %+v, %v; want still processing under B's claim", d, err)
+	}
+	releaseB()
+	if d := waitFor(t, b, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); d.Status != knowledge.StatusReady {
+		t.Errorf("the document ended %s (%s); want ready, as B made it", d.Status, d.Error)
 	}
 }

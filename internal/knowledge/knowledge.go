@@ -88,6 +88,11 @@ type Document struct {
 	// found already stored (StatusFailed only; "" for other failures).
 	DuplicateOf string
 	Attempts    int // background ingests started for it (a restart starts another)
+	// Claim names the background ingest that holds a processing document:
+	// 1 when it is begun, one more at each ClaimStale, never reused. The
+	// store's ingest writes take it and change nothing for a claim that is
+	// not the latest (another process took the document over).
+	Claim int64
 	// AddedBy is the tenant that added it: TenantID for a tenant's own
 	// documents, the uploader's tenant for a SharedTenant document. Set by
 	// Document only ("" in listings).
@@ -193,21 +198,24 @@ type Store interface {
 	// ErrNotFound when the document is not processing.
 	Upload(ctx context.Context, id string) ([]byte, error)
 	// UpdateProgress records a processing document's progress and that its
-	// ingest is alive (ClaimStale leaves it alone for a while), or returns
-	// ErrNotFound when the document is not (any longer) processing.
-	UpdateProgress(ctx context.Context, id string, p Progress) error
+	// ingest, the one holding claim, is alive (ClaimStale leaves it alone
+	// for a while), or returns ErrNotFound when the document is not (any
+	// longer) processing or claim is not its latest (another process took
+	// it over: see Document.Claim). The writes below take claim alike.
+	UpdateProgress(ctx context.Context, id string, claim int64, p Progress) error
 	// ReleaseDocument marks a processing document's ingest as stopped, so
 	// that the next ClaimStale takes it at once, and takes back the attempt
 	// it counted: a clean stop (a restart, a rolling deploy) is not the
 	// document's doing, while an ingest that never released its claim (the
 	// process died) counts against max_attempts. ErrNotFound as above.
-	ReleaseDocument(ctx context.Context, id string) error
+	ReleaseDocument(ctx context.Context, id string, claim int64) error
 	// FinishDocument gives a processing document its content and chunks
 	// and makes it StatusReady, all in one transaction: a search sees all
 	// of its chunks or none. doc carries the final Title and Content. It
 	// returns ErrDuplicate with the existing document when the tenant has
 	// a ready document with that content (the processing one is left
-	// processing), and ErrNotFound when the document is not processing.
+	// processing), and ErrNotFound when the document is not processing or
+	// doc.Claim is not its latest.
 	FinishDocument(ctx context.Context, doc Document, chunks []Chunk) (Document, error)
 	// DeleteFailed removes the failed attempts that doc, an upload just
 	// accepted, replaces, and returns how many went: the documents of
@@ -222,10 +230,10 @@ type Store interface {
 	// (and duplicateOf, the document it duplicates, or "") and drops its
 	// upload and, when duplicateOf is "", its file hash; it returns
 	// ErrNotFound when the document is not processing.
-	FailDocument(ctx context.Context, id, reason, duplicateOf string) error
+	FailDocument(ctx context.Context, id string, claim int64, reason, duplicateOf string) error
 	// ClaimStale returns at most limit processing documents
 	// whose progress was last recorded before before, counting an attempt
-	// for each, zeroing its progress (the ingest starts over) and
+	// for each, giving each a new Claim, zeroing its progress (the ingest starts over) and
 	// recording it as alive now, so that no other caller
 	// claims it until it goes stale again. The documents in except (the
 	// caller's own, queued or running) are never claimed.

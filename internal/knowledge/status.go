@@ -1,5 +1,10 @@
 package knowledge
 
+import (
+	"context"
+	"errors"
+)
+
 // Document statuses. Only a ready document is searchable: a background
 // ingest writes the chunks and flips the status in one transaction.
 const (
@@ -67,4 +72,32 @@ func (r *progressReporter) send() {
 	if r.notify != nil {
 		r.notify(r.p)
 	}
+}
+
+// Claimed is a document a store's ClaimStale took, under its new claim.
+type Claimed struct {
+	ID    string
+	Claim int64
+}
+
+// ClaimedDocuments reads the documents a store's ClaimStale took, each
+// with the claim it was taken under (a read after the claim could only
+// see a later one if the document went stale again meanwhile); those
+// deleted meanwhile are left out.
+func ClaimedDocuments(ctx context.Context, store interface {
+	Document(ctx context.Context, id string) (Document, error)
+}, claimed []Claimed) ([]Document, error) {
+	docs := make([]Document, 0, len(claimed))
+	for _, c := range claimed {
+		d, err := store.Document(ctx, c.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return docs, err
+		}
+		d.Claim = c.Claim
+		docs = append(docs, d)
+	}
+	return docs, nil
 }

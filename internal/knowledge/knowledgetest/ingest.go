@@ -19,8 +19,8 @@ var ingestTests = []test{
 		if err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if begun.Status != knowledge.StatusProcessing || begun.Attempts != 1 || begun.Content != "" {
-			t.Errorf("BeginDocument returned %+v; want processing, attempt 1, no content", begun)
+		if begun.Status != knowledge.StatusProcessing || begun.Attempts != 1 || begun.Claim != 1 || begun.Content != "" {
+			t.Errorf("BeginDocument returned %+v; want processing, attempt 1, claim 1, no content", begun)
 		}
 		if v := version(t, s); v != v0 {
 			t.Errorf("version moved from %d to %d on BeginDocument: nothing searchable changed", v0, v)
@@ -33,7 +33,7 @@ var ingestTests = []test{
 			t.Errorf("Upload = %q, %v", up, err)
 		}
 		p := knowledge.Progress{PagesDone: 2, PagesTotal: 5, ChunksTotal: 3, ChunksEmbedded: 1}
-		if err := s.UpdateProgress(t.Context(), "p1", p); err != nil {
+		if err := s.UpdateProgress(t.Context(), "p1", 1, p); err != nil {
 			t.Fatalf("UpdateProgress: %v", err)
 		}
 		if d, err := s.Document(t.Context(), "p1"); err != nil || d.Progress != p || d.Status != knowledge.StatusProcessing || d.AddedBy != "acme" {
@@ -54,6 +54,7 @@ var ingestTests = []test{
 		}
 		v0 := version(t, s)
 		doc, chunks := newDoc("p1", "Giraffes", "giraffe necks are long", "okapi relatives")
+		doc.Claim = 1 // BeginDocument's
 		chunks[0].Embedding = []float32{1, 0}
 		chunks[1].Embedding = []float32{0, 1}
 		got, err := s.FinishDocument(t.Context(), doc, chunks)
@@ -83,7 +84,7 @@ var ingestTests = []test{
 		if _, err := s.FinishDocument(t.Context(), doc, chunks); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("FinishDocument twice: %v, want ErrNotFound", err)
 		}
-		if err := s.UpdateProgress(t.Context(), "p1", knowledge.Progress{}); !errors.Is(err, knowledge.ErrNotFound) {
+		if err := s.UpdateProgress(t.Context(), "p1", 1, knowledge.Progress{}); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("UpdateProgress of a ready document: %v, want ErrNotFound", err)
 		}
 	}},
@@ -94,6 +95,7 @@ var ingestTests = []test{
 			t.Fatalf("BeginDocument: %v", err)
 		}
 		doc, chunks := newDoc("p1", "Copy", "same words")
+		doc.Claim = 1
 		existing, err := s.FinishDocument(t.Context(), doc, chunks)
 		if !errors.Is(err, knowledge.ErrDuplicate) || existing.ID != "r1" {
 			t.Fatalf("FinishDocument = %+v, %v; want r1 and ErrDuplicate", existing, err)
@@ -110,7 +112,7 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "scan.pdf"}, []byte("%PDF")); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p1", "no extractable text (scanned PDF?)", ""); err != nil {
+		if err := s.FailDocument(t.Context(), "p1", 1, "no extractable text (scanned PDF?)", ""); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		d, err := s.Document(t.Context(), "p1")
@@ -120,7 +122,7 @@ var ingestTests = []test{
 		if _, err := s.Upload(t.Context(), "p1"); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("Upload of a failed document: %v, want ErrNotFound", err)
 		}
-		if err := s.FailDocument(t.Context(), "p1", "again", ""); !errors.Is(err, knowledge.ErrNotFound) {
+		if err := s.FailDocument(t.Context(), "p1", 1, "again", ""); !errors.Is(err, knowledge.ErrNotFound) {
 			t.Errorf("FailDocument twice: %v, want ErrNotFound", err)
 		}
 		if err := s.DeleteDocument(t.Context(), "p1"); err != nil {
@@ -137,7 +139,7 @@ var ingestTests = []test{
 			if _, err := s.BeginDocument(t.Context(), d, []byte(d.ID)); err != nil {
 				t.Fatalf("BeginDocument %s: %v", d.ID, err)
 			}
-			if err := s.FailDocument(t.Context(), d.ID, "broken", duplicateOf); err != nil {
+			if err := s.FailDocument(t.Context(), d.ID, 1, "broken", duplicateOf); err != nil {
 				t.Fatalf("FailDocument %s: %v", d.ID, err)
 			}
 		}
@@ -198,16 +200,16 @@ var ingestTests = []test{
 				t.Fatalf("BeginDocument: %v", err)
 			}
 		}
-		if err := s.FailDocument(t.Context(), "p3", "broken", ""); err != nil {
+		if err := s.FailDocument(t.Context(), "p3", 1, "broken", ""); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil); err != nil || len(got) != 0 {
 			t.Fatalf("ClaimStale of fresh ingests = %+v, %v; want none", got, err)
 		}
-		if err := s.UpdateProgress(t.Context(), "p2", knowledge.Progress{ChunksTotal: 9}); err != nil {
+		if err := s.UpdateProgress(t.Context(), "p2", 1, knowledge.Progress{ChunksTotal: 9}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ReleaseDocument(t.Context(), "p2"); err != nil {
+		if err := s.ReleaseDocument(t.Context(), "p2", 1); err != nil {
 			t.Fatalf("ReleaseDocument: %v", err)
 		}
 		got, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil)
@@ -245,6 +247,64 @@ var ingestTests = []test{
 		// Only the documents in except are left alone.
 		if got, err := s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10, []string{"p1"}); err != nil || len(got) != 1 || got[0].ID != "p2" {
 			t.Errorf("ClaimStale except p1 = %+v, %v; want p2", got, err)
+		}
+	}},
+
+	{"AClaimTakenOverFencesItsFormerHolderOut", func(t *testing.T, s knowledge.Store) {
+		// p1 begun here (claim 1); its heartbeats stop, and another
+		// process claims it (claim 2).
+		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p1", Title: "p1"}, []byte("p1")); err != nil {
+			t.Fatalf("BeginDocument: %v", err)
+		}
+		got, err := s.ClaimStale(t.Context(), time.Now().Add(time.Hour), 10, nil)
+		if err != nil || len(got) != 1 || got[0].Claim != 2 {
+			t.Fatalf("ClaimStale = %+v, %v; want p1 under claim 2", got, err)
+		}
+		progress := knowledge.Progress{PagesDone: 3, PagesTotal: 8}
+		if err := s.UpdateProgress(t.Context(), "p1", 2, progress); err != nil {
+			t.Fatalf("UpdateProgress by the new holder: %v", err)
+		}
+		// The former holder can no longer write anything of p1's.
+		if err := s.UpdateProgress(t.Context(), "p1", 1, knowledge.Progress{PagesDone: 7}); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("UpdateProgress under the lost claim: %v, want ErrNotFound", err)
+		}
+		if err := s.ReleaseDocument(t.Context(), "p1", 1); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("ReleaseDocument under the lost claim: %v, want ErrNotFound", err)
+		}
+		if err := s.FailDocument(t.Context(), "p1", 1, "Storing the document failed.", ""); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("FailDocument under the lost claim: %v, want ErrNotFound", err)
+		}
+		stale, chunks := newDoc("p1", "Stale", "written by the former holder")
+		stale.Claim = 1
+		if _, err := s.FinishDocument(t.Context(), stale, chunks); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("FinishDocument under the lost claim: %v, want ErrNotFound", err)
+		}
+		d, err := s.Document(t.Context(), "p1")
+		if err != nil || d.Status != knowledge.StatusProcessing || d.Progress != progress || d.Attempts != 2 || d.Claim != 2 {
+			t.Fatalf("p1 after its former holder's writes = %+v, %v; want processing, the new holder's progress, attempt 2, claim 2", d, err)
+		}
+		if again, err := s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil); err != nil || len(again) != 0 {
+			t.Errorf("ClaimStale after the former holder's release = %+v, %v; want none (the release changed nothing)", again, err)
+		}
+		// A release gives back the attempt but never the claim: the next
+		// claim is a new one, and the released one stays out.
+		if err := s.ReleaseDocument(t.Context(), "p1", 2); err != nil {
+			t.Fatalf("ReleaseDocument by the holder: %v", err)
+		}
+		got, err = s.ClaimStale(t.Context(), time.Now().Add(-time.Hour), 10, nil)
+		if err != nil || len(got) != 1 || got[0].Claim != 3 || got[0].Attempts != 2 {
+			t.Fatalf("ClaimStale after a release = %+v, %v; want p1 under claim 3, at attempt 2", got, err)
+		}
+		if err := s.UpdateProgress(t.Context(), "p1", 2, knowledge.Progress{}); !errors.Is(err, knowledge.ErrNotFound) {
+			t.Errorf("UpdateProgress under a released claim: %v, want ErrNotFound", err)
+		}
+		doc, chunks := newDoc("p1", "Fresh", "written by the holder")
+		doc.Claim = 3
+		if got, err := s.FinishDocument(t.Context(), doc, chunks); err != nil || got.Status != knowledge.StatusReady {
+			t.Fatalf("FinishDocument by the holder = %+v, %v", got, err)
+		}
+		if ids := docIDs(keyword(t, s, "holder", 10)); !slices.Equal(ids, []string{"p1"}) {
+			t.Errorf("keyword search found %v, want [p1]", ids)
 		}
 	}},
 
@@ -287,6 +347,7 @@ var ingestTests = []test{
 			}
 		}
 		doc, chunks := newDoc("p1", "Manual", "gyroscope calibration")
+		doc.Claim = 1
 		if _, err := s.FinishDocument(t.Context(), doc, chunks); err != nil {
 			t.Fatalf("FinishDocument: %v", err)
 		}
@@ -298,7 +359,7 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p2", TenantID: "acme", FileHash: knowledge.FileHash(other)}, other); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p2", "no text", ""); err != nil {
+		if err := s.FailDocument(t.Context(), "p2", 1, "no text", ""); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(other)); !errors.Is(err, knowledge.ErrNotFound) {
@@ -309,7 +370,7 @@ var ingestTests = []test{
 		if _, err := s.BeginDocument(t.Context(), knowledge.Document{ID: "p4", TenantID: "acme", FileHash: knowledge.FileHash(resaved)}, resaved); err != nil {
 			t.Fatalf("BeginDocument: %v", err)
 		}
-		if err := s.FailDocument(t.Context(), "p4", "the same text is stored", "p1"); err != nil {
+		if err := s.FailDocument(t.Context(), "p4", 1, "the same text is stored", "p1"); err != nil {
 			t.Fatalf("FailDocument: %v", err)
 		}
 		if d, err := s.DocumentByFileHash(t.Context(), "acme", knowledge.FileHash(resaved)); err != nil || d.ID != "p4" ||

@@ -18,7 +18,7 @@ import (
 // both tables, so none needs qualifying.
 const documentColumns = `id, tenant_id, title, source, media_type, content_hash, bytes, chunk_count, embedded, created_at,
 	COALESCE(status, 'ready'), COALESCE(error, ''), COALESCE(attempts, 0), COALESCE(pages_done, 0), COALESCE(pages_total, 0),
-	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0), COALESCE(duplicate_of, '')`
+	COALESCE(chunks_total, 0), COALESCE(chunks_embedded, 0), COALESCE(chunks_written, 0), COALESCE(duplicate_of, ''), COALESCE(claim, 0)`
 
 // documentsFrom joins each document with its ingest status.
 const documentsFrom = `knowledge_documents LEFT JOIN knowledge_ingest ON document_id = id`
@@ -47,7 +47,7 @@ func (s *Store) AddDocument(ctx context.Context, doc knowledge.Document, chunks 
 		doc.Embedded = doc.Embedded && len(c.Embedding) > 0
 	}
 	doc.Warning = ""
-	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusReady, knowledge.Progress{}, "", 0
+	doc.Status, doc.Progress, doc.Error, doc.Attempts, doc.Claim = knowledge.StatusReady, knowledge.Progress{}, "", 0, 0
 	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 
 	var (
@@ -343,7 +343,7 @@ func scanDocument(row pgx.Row, withContent bool) (knowledge.Document, error) {
 	p := &d.Progress
 	dest := []any{&d.ID, &d.TenantID, &d.Title, &d.Source, &d.MediaType, &d.ContentHash, &d.Bytes, &d.Chunks, &d.Embedded, &d.CreatedAt,
 		&d.Status, &d.Error, &d.Attempts, &p.PagesDone, &p.PagesTotal, &p.ChunksTotal, &p.ChunksEmbedded, &p.ChunksWritten,
-		&d.DuplicateOf}
+		&d.DuplicateOf, &d.Claim}
 	if withContent {
 		dest = append(dest, &d.Content, &d.AddedBy)
 	}

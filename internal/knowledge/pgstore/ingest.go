@@ -31,7 +31,7 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
 	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 	doc.Content, doc.ContentHash, doc.Bytes, doc.Chunks, doc.Embedded, doc.Warning = "", knowledge.PendingHash(doc.ID), 0, 0, false, ""
-	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusProcessing, knowledge.Progress{}, "", 1
+	doc.Status, doc.Progress, doc.Error, doc.Attempts, doc.Claim = knowledge.StatusProcessing, knowledge.Progress{}, "", 1, 1
 	doc.CreatedAt = s.clock.Now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO knowledge_documents
@@ -44,8 +44,8 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 			}
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO knowledge_ingest (document_id, status, attempts, alive_at, upload)
-			VALUES ($1, 'processing', 1, $2, $3)`, doc.ID, doc.CreatedAt, upload)
+		_, err := tx.Exec(ctx, `INSERT INTO knowledge_ingest (document_id, status, attempts, claim, alive_at, upload)
+			VALUES ($1, 'processing', 1, 1, $2, $3)`, doc.ID, doc.CreatedAt, upload)
 		return err
 	})
 	if err != nil {
@@ -68,30 +68,31 @@ func (s *Store) Upload(ctx context.Context, id string) ([]byte, error) {
 }
 
 // UpdateProgress records progress and a sign of life.
-func (s *Store) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+func (s *Store) UpdateProgress(ctx context.Context, id string, claim int64, p knowledge.Progress) error {
 	return s.updateProcessing(ctx, "update progress", id, `UPDATE knowledge_ingest SET pages_done = $2, pages_total = $3,
-		chunks_total = $4, chunks_embedded = $5, chunks_written = $6, alive_at = $7 WHERE document_id = $1 AND status = 'processing'`,
-		p.PagesDone, p.PagesTotal, p.ChunksTotal, p.ChunksEmbedded, p.ChunksWritten, s.clock.Now())
+		chunks_total = $4, chunks_embedded = $5, chunks_written = $6, alive_at = $7
+		WHERE document_id = $1 AND status = 'processing' AND claim = $8`,
+		p.PagesDone, p.PagesTotal, p.ChunksTotal, p.ChunksEmbedded, p.ChunksWritten, s.clock.Now(), claim)
 }
 
 // ReleaseDocument makes a processing document's ingest stale at once.
-func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
+func (s *Store) ReleaseDocument(ctx context.Context, id string, claim int64) error {
 	return s.updateProcessing(ctx, "release document", id,
 		`UPDATE knowledge_ingest SET alive_at = $2, attempts = GREATEST(attempts - 1, 0)
-		WHERE document_id = $1 AND status = 'processing'`, longAgo)
+		WHERE document_id = $1 AND status = 'processing' AND claim = $3`, longAgo, claim)
 }
 
 // FailDocument marks a processing document failed and drops its upload.
-func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string) error {
+func (s *Store) FailDocument(ctx context.Context, id string, claim int64, reason, duplicateOf string) error {
 	// The file may be sent again: it is no longer this document's (unless
 	// it failed as a duplicate: the file is then known).
 	// The statement's count is the failed ingest rows (0: not processing).
 	return s.updateProcessing(ctx, "fail document", id, `WITH failed AS (
 			UPDATE knowledge_ingest SET status = 'failed', error = $2, duplicate_of = $4, upload = NULL, alive_at = $3
-			WHERE document_id = $1 AND status = 'processing' RETURNING document_id),
+			WHERE document_id = $1 AND status = 'processing' AND claim = $5 RETURNING document_id),
 		cleared AS (UPDATE knowledge_documents SET file_hash = '' WHERE id IN (SELECT document_id FROM failed) AND $4 = '' RETURNING id)
 		SELECT document_id FROM failed`,
-		reason, s.clock.Now(), duplicateOf)
+		reason, s.clock.Now(), duplicateOf, claim)
 }
 
 // DeleteFailed removes the failed attempts doc replaces (see
@@ -143,7 +144,7 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 		// the document ready and changes nothing.
 		var locked string
 		if err := tx.QueryRow(ctx, `SELECT document_id FROM knowledge_ingest WHERE document_id = $1 AND status = 'processing'
-			FOR UPDATE`, doc.ID).Scan(&locked); err != nil {
+			AND claim = $2 FOR UPDATE`, doc.ID, doc.Claim).Scan(&locked); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return knowledge.ErrNotFound
 			}
@@ -191,36 +192,25 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 	return stored, nil
 }
 
-// ClaimStale claims the processing documents whose ingest went quiet;
-// their progress starts again from nothing. SKIP
+// ClaimStale claims the processing documents whose ingest went quiet,
+// each under a new claim; their progress starts again from nothing. SKIP
 // LOCKED: two replicas claiming at once take different documents.
 func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]knowledge.Document, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
+	rows, err := s.pool.Query(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, claim = claim + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
 			chunks_embedded = 0, chunks_written = 0, alive_at = $1
 		WHERE document_id IN (SELECT document_id FROM knowledge_ingest
 		                      WHERE status = 'processing' AND alive_at < $2 AND document_id <> ALL($4::text[])
 		                      ORDER BY alive_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING document_id`, s.clock.Now(), before, limit, append([]string{}, except...))
+		RETURNING document_id, claim`, s.clock.Now(), before, limit, append([]string{}, except...))
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: claim stale ingests: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	claimed, err := pgx.CollectRows(rows, pgx.RowToStructByPos[knowledge.Claimed])
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: claim stale ingests: %w", err)
 	}
-	docs := make([]knowledge.Document, 0, len(ids))
-	for _, id := range ids {
-		d, err := s.Document(ctx, id)
-		if errors.Is(err, knowledge.ErrNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return docs, err
-		}
-		docs = append(docs, d)
-	}
-	return docs, nil
+	return knowledge.ClaimedDocuments(ctx, s, claimed)
 }

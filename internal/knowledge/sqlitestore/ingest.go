@@ -28,7 +28,7 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 	doc.TenantID = cmp.Or(doc.TenantID, knowledge.DefaultTenant)
 	doc.AddedBy = cmp.Or(doc.AddedBy, doc.TenantID)
 	doc.Content, doc.ContentHash, doc.Bytes, doc.Chunks, doc.Embedded, doc.Warning = "", knowledge.PendingHash(doc.ID), 0, 0, false, ""
-	doc.Status, doc.Progress, doc.Error, doc.Attempts = knowledge.StatusProcessing, knowledge.Progress{}, "", 1
+	doc.Status, doc.Progress, doc.Error, doc.Attempts, doc.Claim = knowledge.StatusProcessing, knowledge.Progress{}, "", 1, 1
 	err := s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
 		doc.CreatedAt = now
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_documents
@@ -41,8 +41,8 @@ func (s *Store) BeginDocument(ctx context.Context, doc knowledge.Document, uploa
 			}
 			return 0, err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO knowledge_ingest (document_id, status, attempts, alive_at, upload)
-			VALUES (?, 'processing', 1, ?, ?)`, doc.ID, sqlitedb.FormatTime(now), upload)
+		_, err := tx.ExecContext(ctx, `INSERT INTO knowledge_ingest (document_id, status, attempts, claim, alive_at, upload)
+			VALUES (?, 'processing', 1, 1, ?, ?)`, doc.ID, sqlitedb.FormatTime(now), upload)
 		return 0, err
 	}, func(int64) {})
 	if err != nil {
@@ -65,29 +65,32 @@ func (s *Store) Upload(ctx context.Context, id string) ([]byte, error) {
 }
 
 // UpdateProgress records progress and a sign of life.
-func (s *Store) UpdateProgress(ctx context.Context, id string, p knowledge.Progress) error {
+func (s *Store) UpdateProgress(ctx context.Context, id string, claim int64, p knowledge.Progress) error {
 	return s.updateProcessing(ctx, "update progress", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
 		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET pages_done = ?, pages_total = ?, chunks_total = ?,
-			chunks_embedded = ?, chunks_written = ?, alive_at = ? WHERE document_id = ? AND status = 'processing'`,
-			p.PagesDone, p.PagesTotal, p.ChunksTotal, p.ChunksEmbedded, p.ChunksWritten, sqlitedb.FormatTime(now), id)
+			chunks_embedded = ?, chunks_written = ?, alive_at = ? WHERE document_id = ? AND status = 'processing' AND claim = ?`,
+			p.PagesDone, p.PagesTotal, p.ChunksTotal, p.ChunksEmbedded, p.ChunksWritten, sqlitedb.FormatTime(now), id, claim)
 	})
 }
 
 // ReleaseDocument makes a processing document's ingest stale at once.
-func (s *Store) ReleaseDocument(ctx context.Context, id string) error {
+func (s *Store) ReleaseDocument(ctx context.Context, id string, claim int64) error {
 	return s.updateProcessing(ctx, "release document", id, func(tx *sql.Tx, _ time.Time) (sql.Result, error) {
 		return tx.ExecContext(ctx, `UPDATE knowledge_ingest SET alive_at = ?, attempts = max(attempts - 1, 0)
-			WHERE document_id = ? AND status = 'processing'`, longAgo, id)
+			WHERE document_id = ? AND status = 'processing' AND claim = ?`, longAgo, id, claim)
 	})
 }
 
 // FailDocument marks a processing document failed and drops its upload.
-func (s *Store) FailDocument(ctx context.Context, id, reason, duplicateOf string) error {
+func (s *Store) FailDocument(ctx context.Context, id string, claim int64, reason, duplicateOf string) error {
 	return s.updateProcessing(ctx, "fail document", id, func(tx *sql.Tx, now time.Time) (sql.Result, error) {
 		res, err := tx.ExecContext(ctx, `UPDATE knowledge_ingest SET status = 'failed', error = ?, duplicate_of = ?, upload = NULL,
-			alive_at = ? WHERE document_id = ? AND status = 'processing'`, reason, duplicateOf, sqlitedb.FormatTime(now), id)
+			alive_at = ? WHERE document_id = ? AND status = 'processing' AND claim = ?`, reason, duplicateOf, sqlitedb.FormatTime(now), id, claim)
 		if err != nil {
 			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return res, err // not processing, or not this claim's: nothing more to change
 		}
 		// The file may be sent again: it is no longer this document's
 		// (unless it failed as a duplicate: the file is then known).
@@ -159,7 +162,7 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 	)
 	err := s.write(ctx, func(tx *sql.Tx, _ time.Time) (int64, error) {
 		d, err := scanDocument(tx.QueryRowContext(ctx, `SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
-			WHERE id = ? AND status = 'processing'`, doc.ID), true)
+			WHERE id = ? AND status = 'processing' AND claim = ?`, doc.ID, doc.Claim), true)
 		if err != nil {
 			return 0, err
 		}
@@ -196,8 +199,8 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 	return stored, nil
 }
 
-// ClaimStale claims the processing documents whose ingest went quiet;
-// their progress starts again from nothing.
+// ClaimStale claims the processing documents whose ingest went quiet,
+// each under a new claim; their progress starts again from nothing.
 func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]knowledge.Document, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -206,41 +209,30 @@ func (s *Store) ClaimStale(ctx context.Context, before time.Time, limit int, exc
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
+	var claimed []knowledge.Claimed
 	err = s.write(ctx, func(tx *sql.Tx, now time.Time) (int64, error) {
-		rows, err := tx.QueryContext(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
+		rows, err := tx.QueryContext(ctx, `UPDATE knowledge_ingest SET attempts = attempts + 1, claim = claim + 1, pages_done = 0, pages_total = 0, chunks_total = 0,
 			chunks_embedded = 0, chunks_written = 0, alive_at = ?
 			WHERE document_id IN (SELECT document_id FROM knowledge_ingest
 			                      WHERE status = 'processing' AND alive_at < ?
 			                        AND document_id NOT IN (SELECT value FROM json_each(?))
 			                      ORDER BY alive_at LIMIT ?)
-			RETURNING document_id`, sqlitedb.FormatTime(now), sqlitedb.FormatTime(before), string(exceptJSON), limit)
+			RETURNING document_id, claim`, sqlitedb.FormatTime(now), sqlitedb.FormatTime(before), string(exceptJSON), limit)
 		if err != nil {
 			return 0, err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var c knowledge.Claimed
+			if err := rows.Scan(&c.ID, &c.Claim); err != nil {
 				return 0, err
 			}
-			ids = append(ids, id)
+			claimed = append(claimed, c)
 		}
 		return 0, rows.Err()
 	}, func(int64) {})
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: claim stale ingests: %w", err)
 	}
-	docs := make([]knowledge.Document, 0, len(ids))
-	for _, id := range ids {
-		d, err := s.Document(ctx, id)
-		if errors.Is(err, knowledge.ErrNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return docs, err
-		}
-		docs = append(docs, d)
-	}
-	return docs, nil
+	return knowledge.ClaimedDocuments(ctx, s, claimed)
 }
