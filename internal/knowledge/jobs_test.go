@@ -94,15 +94,22 @@ func TestCloseReleasesARunningIngestAndTheNextStartResumesIt(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	// Resumed (under a new claim), it is released again by the next stop:
+	// the release names the resumed ingest's claim, not the first one's.
+	second := backgroundService(t, path, srv, time.Hour)
+	waitFor(t, second, doc.ID, func(d knowledge.Document) bool { return d.Claim == 2 && d.Progress.ChunksTotal > 0 })
+	if err := second.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	close(gate)
 
-	second := backgroundService(t, path, srv, time.Hour)
-	defer second.Close()
-	ready := waitFor(t, second, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
+	third := backgroundService(t, path, srv, time.Hour)
+	defer third.Close()
+	ready := waitFor(t, third, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
 	if ready.Status != knowledge.StatusReady || !ready.Embedded || ready.Title != "All about the axolotl" {
 		t.Fatalf("resumed document = %+v", ready)
 	}
-	res, err := second.Search(t.Context(), retrieval.SearchRequest{Query: "axolotl"})
+	res, err := third.Search(t.Context(), retrieval.SearchRequest{Query: "axolotl"})
 	if err != nil || len(res.Hits) == 0 || res.Hits[0].DocumentID != doc.ID {
 		t.Errorf("search = %+v, %v", res.Hits, err)
 	}
@@ -499,8 +506,9 @@ func TestAReplicaThatLostItsDocumentToAnotherCannotFailIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeA := &lostStore{quietStore: quietStore{Store: inner}, failed: make(chan error, 1)}
-	const staleAfter = 90 * time.Millisecond
-	a := backgroundServiceOver(t, storeA, srvA, staleAfter)
+	// A's own stale_after is long: once its job ends, A must not claim
+	// the document back from B (its heartbeats under CI load may lag).
+	a := backgroundServiceOver(t, storeA, srvA, time.Hour)
 	defer a.Close()
 	doc, err := a.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("axolotl"), Source: "axolotl.md"})
 	if err != nil {
@@ -509,7 +517,7 @@ func TestAReplicaThatLostItsDocumentToAnotherCannotFailIt(t *testing.T) {
 	waitFor(t, a, doc.ID, func(d knowledge.Document) bool { return d.Progress.ChunksTotal > 0 }) // held at its embeddings
 	storeA.quiet.Store(true)
 
-	b := backgroundService(t, path, srvB, staleAfter)
+	b := backgroundService(t, path, srvB, 90*time.Millisecond)
 	defer b.Close()
 	waitFor(t, b, doc.ID, func(d knowledge.Document) bool { return d.Claim == 2 && d.Progress.ChunksTotal > 0 }) // B's now, held
 

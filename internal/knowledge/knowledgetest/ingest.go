@@ -61,7 +61,7 @@ var ingestTests = []test{
 		if err != nil {
 			t.Fatalf("FinishDocument: %v", err)
 		}
-		if got.Status != knowledge.StatusReady || got.Title != "Giraffes" || got.Chunks != 2 || !got.Embedded ||
+		if got.Status != knowledge.StatusReady || got.Title != "Giraffes" || got.Chunks != 2 || !got.Embedded || got.Attempts != 0 || got.Claim != 0 ||
 			got.ContentHash != knowledge.ContentHash(doc.Content) || got.Source != "upload.md" {
 			t.Errorf("FinishDocument returned %+v", got)
 		}

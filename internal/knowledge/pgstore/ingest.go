@@ -157,7 +157,7 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 		}
 		d.Title, d.Content = cmp.Or(doc.Title, d.Title), doc.Content
 		stored = knowledge.WithComputed(d, chunks)
-		stored.Status, stored.Progress, stored.Error = knowledge.StatusReady, knowledge.Progress{}, ""
+		stored.Status, stored.Progress, stored.Error, stored.Attempts, stored.Claim = knowledge.StatusReady, knowledge.Progress{}, "", 0, 0
 		switch e, err := scanDocument(tx.QueryRow(ctx, `SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
 			WHERE tenant_id = $1 AND content_hash = $2`, stored.TenantID, stored.ContentHash), true); {
 		case err == nil:

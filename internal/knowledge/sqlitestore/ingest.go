@@ -168,7 +168,7 @@ func (s *Store) FinishDocument(ctx context.Context, doc knowledge.Document, chun
 		}
 		d.Title, d.Content = cmp.Or(doc.Title, d.Title), doc.Content
 		stored = knowledge.WithComputed(d, chunks)
-		stored.Status, stored.Progress, stored.Error = knowledge.StatusReady, knowledge.Progress{}, ""
+		stored.Status, stored.Progress, stored.Error, stored.Attempts, stored.Claim = knowledge.StatusReady, knowledge.Progress{}, "", 0, 0
 		switch e, err := scanDocument(tx.QueryRowContext(ctx, `SELECT `+documentColumns+`, `+contentColumns+` FROM `+documentsFrom+`
 			WHERE tenant_id = ? AND content_hash = ?`, stored.TenantID, stored.ContentHash), true); {
 		case err == nil:
