@@ -461,7 +461,11 @@ func TestAHeartbeatThatWaitsDoesNotLetTheQueueGoStale(t *testing.T) {
 	}
 	store := &stuckStore{Store: inner}
 	store.stuck.Store("")
-	const staleAfter = 90 * time.Millisecond
+	// A heartbeat waits a third of stale_after at most and comes every
+	// third, so the queued document's is at most two thirds old plus the
+	// writes' own time: 300 ms leaves 100 ms for those under -race on a
+	// loaded machine (90 ms, 30 ms of slack, flaked there).
+	const staleAfter = 300 * time.Millisecond
 	a := backgroundServiceOver(t, store, srv, staleAfter)
 	defer a.Close()
 	running, queued := runningAndQueued(t, a)
@@ -469,7 +473,7 @@ func TestAHeartbeatThatWaitsDoesNotLetTheQueueGoStale(t *testing.T) {
 
 	b := backgroundService(t, path, srv, staleAfter) // another replica
 	defer b.Close()
-	time.Sleep(15 * staleAfter)
+	time.Sleep(8 * staleAfter)
 	if d, err := b.Document(t.Context(), knowledge.DefaultTenant, queued.ID); err != nil || d.Attempts != queued.Attempts {
 		t.Errorf("the queued document behind a waiting heartbeat: %+v, %v; want attempts still %d (not taken by the other replica)", d, err, queued.Attempts)
 	}
