@@ -193,23 +193,6 @@ func TestFilledFormsTurnedTablesRightToLeftBlankPagesPrefixedAndLZWPDFsAreSearch
 	}
 }
 
-// Text in a PDF layer its viewer opens turned off is not on the page a
-// reader sees: it is not found; the page's own text and a layer left on
-// are.
-func TestAPDFsLayerThatIsOffIsNotSearchable(t *testing.T) {
-	h := newHarness(t, ragMode)
-	doc := h.mustUpload("ferry.pdf", docparsetest.LayeredPDF("The summer ferry leaves the pier at nine.",
-		"Withdrawn gondola timetable.", "Bicycles ride on the lower deck."))
-	for _, phrase := range []string{"summer ferry leaves the pier", "Bicycles ride on the lower deck"} {
-		if hit, ok := h.hitOf(phrase, doc.ID); !ok || !strings.Contains(hit.Content, phrase) {
-			t.Errorf("search %q: found %v, hit %+v", phrase, ok, hit)
-		}
-	}
-	if hit, ok := h.hitOf("withdrawn gondola timetable", doc.ID); ok {
-		t.Errorf("the hidden layer's text is found: %+v", hit)
-	}
-}
-
 func TestStrictWordFilesAndTheirFootnotesAreSearchable(t *testing.T) {
 	h := newHarness(t, ragMode)
 	docx := docparsetest.DOCX(t, "Lease",

@@ -52,13 +52,12 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	n := len(pages)
 	doc := &Document{Pages: n, Title: pdfTitle(r)}
 	budget := opts.budget()
-	oc := readOptionalContent(r)
 	var glyphs []glyph // one page's at a time, the array reused
 	for i := 1; i <= n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		text, err := pageText(pages[i-1], i, oc, budget, &glyphs)
+		text, err := pageText(pages[i-1], i, budget, &glyphs)
 		if err != nil {
 			return nil, err
 		}
@@ -273,10 +272,10 @@ func inherited(v pdf.Value, key string) pdf.Value {
 }
 
 // pageText is page i's text: lines in stream order, a blank line where
-// the vertical gap says a paragraph ends; none of the optional content oc
-// hides. buf holds the glyphs read, its array kept for the next page.
-func pageText(page pdf.Page, i int, oc *optionalContent, budget *textBudget, buf *[]glyph) (string, error) {
-	glyphs, err := safeGlyphs(page, oc, budget, (*buf)[:0])
+// the vertical gap says a paragraph ends.
+// buf holds the glyphs read, its array kept for the next page.
+func pageText(page pdf.Page, i int, budget *textBudget, buf *[]glyph) (string, error) {
+	glyphs, err := safeGlyphs(page, budget, (*buf)[:0])
 	*buf = glyphs
 	if errors.Is(err, ErrTooLarge) {
 		return "", err
@@ -308,7 +307,7 @@ func pageText(page pdf.Page, i int, oc *optionalContent, budget *textBudget, buf
 // safeGlyphs is pageGlyphs, appending to buf, with a panic of the
 // library turned into an error; the glyphs read before it are returned. Past the budget, the
 // error is the budget's (ErrTooLarge).
-func safeGlyphs(page pdf.Page, oc *optionalContent, budget *textBudget, buf []glyph) (glyphs []glyph, err error) {
+func safeGlyphs(page pdf.Page, budget *textBudget, buf []glyph) (glyphs []glyph, err error) {
 	glyphs = buf
 	defer func() {
 		if p := recover(); p != nil {
@@ -319,7 +318,7 @@ func safeGlyphs(page pdf.Page, oc *optionalContent, budget *textBudget, buf []gl
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	pageGlyphs(page, oc, budget, &glyphs)
+	pageGlyphs(page, budget, &glyphs)
 	return glyphs, nil
 }
 

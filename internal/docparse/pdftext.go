@@ -69,16 +69,15 @@ type gstate struct {
 const maxFormDepth = 8
 
 // pageGlyphs returns the glyphs a page shows, in content-stream order,
-// including those of the forms it draws, and none of the optional content
-// oc hides.
+// including those of the forms it draws.
 // Glyphs are appended to *out as they are read, so a caller recovering a
 // panic keeps those read before it.
 // The glyphs' text is taken from budget as they are read: past it,
 // pageGlyphs panics with overBudget, so that a content stream inflating
 // to hundreds of megabytes of text operators stops there instead of
 // filling memory with glyphs.
-func pageGlyphs(page pdf.Page, oc *optionalContent, budget *textBudget, out *[]glyph) {
-	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out, budget: budget, oc: oc}
+func pageGlyphs(page pdf.Page, budget *textBudget, out *[]glyph) {
+	w := &contentWalker{fonts: map[string]*pdfFont{}, out: out, budget: budget}
 	resources := inherited(page.V, "Resources")
 	// A blank page may have no content stream at all.
 	if contents := page.V.Key("Contents"); !contents.IsNull() {
@@ -152,15 +151,12 @@ func (w *contentWalker) annotation(annots pdf.Value, i int, pageResources pdf.Va
 	a := annots.Index(i)
 	flags, subtype := int64(a.Key("F").Float64()), a.Key("Subtype").Name() // F may be written as a real
 	if flags&(annotHidden|annotNoView) != 0 || subtype == "Popup" ||
-		flags&annotInvisible != 0 && !standardAnnotations[subtype] || w.oc.hides(w.budget, a, "OC") {
+		flags&annotInvisible != 0 && !standardAnnotations[subtype] {
 		return
 	}
 	ap := a.Key("AP").Key("N")
 	if ap.Kind() == pdf.Dict {
 		ap = ap.Key(a.Key("AS").Name())
-	}
-	if w.oc.hides(w.budget, ap, "OC") {
-		return
 	}
 	rect, bbox := a.Key("Rect"), ap.Key("BBox")
 	if ap.Kind() != pdf.Stream || rect.Len() != 4 || bbox.Len() != 4 ||
@@ -211,7 +207,6 @@ type contentWalker struct {
 	fonts   map[string]*pdfFont // by font object, per page
 	out     *[]glyph
 	budget  *textBudget
-	oc      *optionalContent // what of the optional content is hidden
 }
 
 // maxPageGlyphs bounds the glyphs of one page, held until its text is
@@ -395,48 +390,26 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 		stack    []gstate
 		tm, tlm  = identity, identity
 		fontByNm = map[string]*pdfFont{}
-		marked   markedContent
-		hiddenNm map[string]bool // optional content hidden, by its name in /Properties
 	)
 	show := func(raw string) {
 		f := g.font
 		if f == nil {
 			f = unknownFont
 		}
-		// Hidden text is not drawn, but still moves the text position,
-		// for the text drawn after it.
-		visible := !marked.hidden()
 		for _, c := range f.decode(raw) {
-			if visible {
-				if err := w.budget.spend(len(c.text)); err != nil {
-					panic(overBudget{err})
-				}
-				w.room()
+			if err := w.budget.spend(len(c.text)); err != nil {
+				panic(overBudget{err})
 			}
+			w.room()
 			trm := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
 			adv := c.width/1000*g.size + g.charSpace
 			if c.space {
 				adv += g.wordSpace
 			}
 			tm = translate(adv*g.scale, 0).mul(tm)
-			if visible {
-				next := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
-				*w.out = append(*w.out, place(c.text, trm, next))
-			}
+			next := affine{g.size * g.scale, 0, 0, g.size, 0, g.rise}.mul(tm).mul(g.ctm)
+			*w.out = append(*w.out, place(c.text, trm, next))
 		}
-	}
-	// propertyHides is whether "/OC /name BDC" starts hidden content,
-	// each name looked up once.
-	propertyHides := func(name string) bool {
-		hidden, ok := hiddenNm[name]
-		if !ok {
-			hidden = w.oc.hides(w.budget, resources, "Properties", name)
-			if hiddenNm == nil {
-				hiddenNm = map[string]bool{}
-			}
-			hiddenNm[name] = hidden
-		}
-		return hidden
 	}
 	nextLine := func(tx, ty float64) {
 		tlm = translate(tx, ty).mul(tlm)
@@ -528,19 +501,10 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 					}
 				}
 			}
-		case "BMC":
-			marked.begin(false)
-		case "BDC":
-			marked.begin(!marked.hidden() && len(args) == 2 && args[0].Name() == "OC" &&
-				propertyHides(args[1].Name()))
-		case "EMC":
-			marked.end()
 		case "Do":
-			// A form drawn in hidden content, or itself optional content
-			// that is hidden, draws nothing.
-			if len(args) == 1 && depth < maxFormDepth && !marked.hidden() {
+			if len(args) == 1 && depth < maxFormDepth {
 				x := resources.Key("XObject").Key(args[0].Name())
-				if x.Kind() == pdf.Stream && x.Key("Subtype").Name() == "Form" && !w.oc.hides(w.budget, x, "OC") {
+				if x.Kind() == pdf.Stream && x.Key("Subtype").Name() == "Form" {
 					fg := g
 					if m, ok := matrixOf(x.Key("Matrix")); ok {
 						fg.ctm = m.mul(g.ctm)
@@ -555,37 +519,6 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 		}
 	})
 }
-
-// markedContent follows the nesting of a content stream's marked
-// content (BMC or BDC … EMC) as far as telling whether what is drawn lies
-// in optional content that is hidden: all it holds stays hidden, nested
-// sequences too, until the sequence that hid it ends. Counting, not a
-// stack, keeps a stream of a million BDCs at two integers.
-type markedContent struct {
-	depth    int // sequences open
-	hiddenAt int // the depth of the sequence that hides, 0 when none does
-}
-
-// begin opens a sequence; hides says it starts hidden content.
-func (m *markedContent) begin(hides bool) {
-	m.depth++
-	if hides && m.hiddenAt == 0 {
-		m.hiddenAt = m.depth
-	}
-}
-
-// end closes the innermost sequence; an EMC too many is ignored.
-func (m *markedContent) end() {
-	if m.depth == 0 {
-		return
-	}
-	if m.depth == m.hiddenAt {
-		m.hiddenAt = 0
-	}
-	m.depth--
-}
-
-func (m *markedContent) hidden() bool { return m.hiddenAt > 0 }
 
 // font decodes a font dictionary once per page.
 func (w *contentWalker) font(v pdf.Value) *pdfFont {

@@ -455,23 +455,6 @@ func BlankFirstPagePDF(text string) []byte {
 		HelveticaObject)
 }
 
-// LayeredPDF is a one-page PDF whose page shows text, and draws hidden
-// in an optional content group (a layer) that its default configuration
-// turns off, as a viewer opens it, and shown in one it leaves on.
-func LayeredPDF(text, hidden, shown string) []byte {
-	return ObjectsPDF("",
-		"<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [6 0 R 7 0 R] /D << /OFF [6 0 R] >> >> >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "+
-			"/Resources << /Font << /F1 5 0 R >> /Properties << /MC0 6 0 R /MC1 7 0 R >> >> >>",
-		Stream("", "BT /F1 12 Tf 72 700 Td ("+text+") Tj ET\n"+
-			"/OC /MC0 BDC BT /F1 12 Tf 72 680 Td ("+hidden+") Tj ET EMC\n"+
-			"/OC /MC1 BDC BT /F1 12 Tf 72 660 Td ("+shown+") Tj ET EMC"),
-		HelveticaObject,
-		"<< /Type /OCG /Name (Draft notes) >>",
-		"<< /Type /OCG /Name (Final) >>")
-}
-
 // HelveticaObject is a font object of PDF's standard Helvetica.
 const HelveticaObject = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 
