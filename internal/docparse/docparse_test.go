@@ -3,7 +3,6 @@ package docparse_test
 import (
 	"archive/zip"
 	"bytes"
-	"compress/lzw"
 	"compress/zlib"
 	"context"
 	"errors"
@@ -1005,13 +1004,7 @@ func TestAPDFNamingLZWIsReadAsWithout(t *testing.T) {
 // which the reader cannot even open, is read through the copy.
 func TestAPDFWithAnLZWCrossReferenceStreamIsRead(t *testing.T) {
 	t.Parallel()
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Moorings are let by the year.) Tj ET"),
-		docparsetest.HelveticaObject,
-	}
+	objs := onePage(docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (Moorings are let by the year.) Tj ET"), "")
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.5\n")
 	offsets := make([]int, len(objs)+1)
@@ -1024,17 +1017,10 @@ func TestAPDFWithAnLZWCrossReferenceStreamIsRead(t *testing.T) {
 	for _, off := range offsets {
 		entries = append(entries, 1, byte(off>>24), byte(off>>16), byte(off>>8), byte(off), 0)
 	}
-	var z bytes.Buffer
-	w := lzw.NewWriter(&z, lzw.MSB, 8)
-	if _, err := w.Write(entries); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	z := docparsetest.LZW(t, entries)
 	fmt.Fprintf(&b, "%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 1] /Root 1 0 R /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n",
-		len(objs)+1, len(objs)+2, z.Len())
-	b.Write(z.Bytes())
+		len(objs)+1, len(objs)+2, len(z))
+	b.Write(z)
 	fmt.Fprintf(&b, "\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n", offsets[len(objs)])
 	doc := parse(t, "moorings.pdf", b.Bytes())
 	if !strings.Contains(doc.Text(), "Moorings are let by the year.") {
@@ -1047,23 +1033,10 @@ func TestAPDFWithAnLZWCrossReferenceStreamIsRead(t *testing.T) {
 // (its text is in a plain stream) within bounded memory. Not parallel,
 // so that the count is this parse's.
 func TestManyLZWStreamsAreDecodedWithinOneBudget(t *testing.T) {
-	var z bytes.Buffer
-	w := lzw.NewWriter(&z, lzw.MSB, 8)
-	if _, err := w.Write(make([]byte, 16<<20)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (The tide turns at four.) Tj ET"),
-		docparsetest.HelveticaObject,
-	}
+	z := docparsetest.LZW(t, make([]byte, 16<<20))
+	objs := onePage(docparsetest.Stream("", "BT /F1 12 Tf 72 700 Td (The tide turns at four.) Tj ET"), "")
 	for range 24 { // 384 MiB if each were decoded
-		objs = append(objs, fmt.Sprintf("<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n", z.Len())+z.String()+"\nendstream")
+		objs = append(objs, lzwStream(z))
 	}
 	data := docparsetest.ObjectsPDF("", objs...)
 	var before, after runtime.MemStats
@@ -1078,28 +1051,17 @@ func TestManyLZWStreamsAreDecodedWithinOneBudget(t *testing.T) {
 	}
 }
 
+// lzwStream is a stream object of z, compressed by docparsetest.LZW.
+func lzwStream(z []byte) string {
+	return fmt.Sprintf("<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n", len(z)) + string(z) + "\nendstream"
+}
+
 // An LZW stream that would decode to far more than a page's text is not
 // decoded to the end: the file is refused as damaged, and parsing it
 // allocates a bounded amount. Not parallel, so that the count is this
 // parse's.
 func TestAnLZWBombIsRefusedWithinBoundedMemory(t *testing.T) {
-	var z bytes.Buffer
-	w := lzw.NewWriter(&z, lzw.MSB, 8)
-	zeros := make([]byte, 1<<20)
-	for range 200 {
-		if _, err := w.Write(zeros); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := docparsetest.ObjectsPDF("",
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-		fmt.Sprintf("<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> /Length %d >>\nstream\n", z.Len())+z.String()+"\nendstream",
-		docparsetest.HelveticaObject)
+	data := docparsetest.ObjectsPDF("", onePage(lzwStream(docparsetest.LZW(t, make([]byte, 200<<20))), "")...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := docparse.Parse(context.Background(), "bomb.pdf", data, docparse.Options{})

@@ -355,6 +355,21 @@ func FlatePDF(t testing.TB, content []byte) []byte {
 	)
 }
 
+// LZW is data compressed with LZW as Go's compress/lzw writes it, which
+// is PDF's LZW with /DecodeParms << /EarlyChange 0 >>.
+func LZW(t testing.TB, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := lzw.NewWriter(&b, lzw.MSB, 8)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 // LZWPDF is a PDF of one page per text (Helvetica, one line each),
 // every content stream compressed with LZW, the filter of PDF 1.0 and
 // 1.1, as old producers and some scanners still write it: with the PDF
@@ -380,14 +395,7 @@ func LZWPDF(t testing.TB, early bool, pages ...string) []byte {
 			}
 			return b.Bytes()
 		}
-		w := lzw.NewWriter(&b, lzw.MSB, 8)
-		if _, err := io.WriteString(w, content); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
+		return LZW(t, []byte(content))
 	}
 	parms := ""
 	if !early {
@@ -413,7 +421,8 @@ func LZWPDF(t testing.TB, early bool, pages ...string) []byte {
 // object streams, found through a cross-reference stream.
 func WithObjectStreams(t testing.TB, pdf []byte) []byte {
 	t.Helper()
-	model.ConfigPath = "disable"
+	// pdfcpu's model.ConfigPath is set once, by docparse's init: written
+	// here it would race with the parses of parallel tests.
 	conf := model.NewDefaultConfiguration()
 	conf.WriteObjectStream, conf.WriteXRefStream = true, true
 	var out bytes.Buffer
