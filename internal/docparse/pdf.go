@@ -19,7 +19,7 @@ import (
 // parsePDF extracts the text of each page. github.com/ledongthuc/pdf (a
 // pure-Go reader, a maintained fork of rsc.io/pdf) parses the file, its
 // cross-reference tables, streams, filters and RC4 and 128-bit AES
-// encryption (the other owner-password-only files: pdf_decrypt.go); the
+// encryption (the other owner-password-only files: pdf_pdfcpu.go); the
 // text state and font decoding are ours (pdftext.go, cmap.go). Glyphs come in
 // content-stream order, which is the reading order producers write; lines
 // and word spaces are rebuilt from the glyphs' positions, as many

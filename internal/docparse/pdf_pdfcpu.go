@@ -13,6 +13,10 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
 
+// This file is what pdfcpu does for the reader: it rewrites two kinds of
+// file the reader cannot read as they are — owner-password-only
+// encryption, below, and LZW-compressed streams (recodeLZW).
+//
 // Many PDFs are encrypted with an empty user password and an owner
 // password that only restricts printing, copying or editing: any viewer
 // opens them without asking. The reader (github.com/ledongthuc/pdf)
