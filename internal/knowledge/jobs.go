@@ -182,8 +182,8 @@ func (s *Service) release(ctx context.Context, job ingestJob) {
 	}
 }
 
-// releaseStopped releases job's ingest as the service stops (its own
-// context done).
+// releaseStopped releases job's ingest under a context of its own, so
+// that it is released even as the service stops (its context done).
 func (s *Service) releaseStopped(job ingestJob) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -374,12 +374,26 @@ func (s *Service) runJob(job ingestJob) {
 	id := job.id
 	// Stopping (a job cut short, or taken from the queue as the service
 	// stops): released, its attempt given back.
+	released := false
 	defer func() {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !released {
 			s.releaseStopped(job)
 		}
 	}()
+	// A read the store failed (a dropped connection, not a deleted
+	// document) is no stop of the server: the document is given back at
+	// once with its attempt, and the next claim tries again, rather than
+	// waiting out stale_after and being charged for a stop that never was.
+	retryLater := func(what string, err error) {
+		s.log.Warn("background ingest: could not "+what+"; it is tried again", zap.String("document_id", id), zap.Error(err))
+		s.releaseStopped(job)
+		released = true
+	}
 	doc, err := s.store.Document(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+		retryLater("read the document", err)
+		return
+	}
 	if err != nil || doc.Status != StatusProcessing || doc.Claim != job.claim {
 		return // deleted, or taken by another process meanwhile (or stopping: above)
 	}
@@ -394,7 +408,7 @@ func (s *Service) runJob(job ingestJob) {
 	upload, err := s.store.Upload(ctx, id)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
-			s.log.Error("background ingest: read the upload", zap.String("document_id", id), zap.Error(err))
+			retryLater("read the upload", err)
 		}
 		return
 	}
@@ -546,8 +560,8 @@ func (s *Service) claimStale() {
 		case bg.slots <- struct{}{}:
 			s.log.Info("resuming an interrupted ingest", zap.String("document_id", d.ID), zap.Int("attempt", d.Attempts))
 			bg.enqueue(ingestJob{d.ID, d.Claim})
-		default:
-			s.release(bg.ctx, ingestJob{d.ID, d.Claim})
+		default: // given back even when the service is stopping meanwhile
+			s.releaseStopped(ingestJob{d.ID, d.Claim})
 		}
 	}
 }

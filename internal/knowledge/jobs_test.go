@@ -60,9 +60,17 @@ func longMarkdown(word string) string {
 // waitFor polls the document until ok accepts it.
 func waitFor(t *testing.T, svc *knowledge.Service, id string, ok func(knowledge.Document) bool) knowledge.Document {
 	t.Helper()
+	return waitRead(t, func(ctx context.Context) (knowledge.Document, error) {
+		return svc.Document(ctx, knowledge.DefaultTenant, id)
+	}, id, ok)
+}
+
+// waitRead polls read until ok accepts the document it reads.
+func waitRead(t *testing.T, read func(context.Context) (knowledge.Document, error), id string, ok func(knowledge.Document) bool) knowledge.Document {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		d, err := svc.Document(t.Context(), knowledge.DefaultTenant, id)
+		d, err := read(t.Context())
 		if err != nil {
 			t.Fatalf("Document: %v", err)
 		}
@@ -540,5 +548,87 @@ func TestAReplicaThatLostItsDocumentToAnotherCannotFailIt(t *testing.T) {
 	releaseB()
 	if d := waitFor(t, b, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing }); d.Status != knowledge.StatusReady {
 		t.Errorf("the document ended %s (%s); want ready, as B made it", d.Status, d.Error)
+	}
+}
+
+// flakyStore fails its next documentFails document reads and
+// uploadFails upload reads, as a dropped database connection does.
+type flakyStore struct {
+	knowledge.Store
+	documentFails, uploadFails atomic.Int32
+}
+
+var errConnectionReset = errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+
+func (s *flakyStore) Document(ctx context.Context, id string) (knowledge.Document, error) {
+	if s.documentFails.Add(-1) >= 0 {
+		return knowledge.Document{}, errConnectionReset
+	}
+	return s.Store.Document(ctx, id)
+}
+
+func (s *flakyStore) Upload(ctx context.Context, id string) ([]byte, error) {
+	if s.uploadFails.Add(-1) >= 0 {
+		return nil, errConnectionReset
+	}
+	return s.Store.Upload(ctx, id)
+}
+
+// A store read that fails in a background ingest is no stop of the
+// server: more of them than max_attempts (3) still end ready, not failed
+// as "the server stopped 3 times". (Each is retried at the next claim
+// pass, a third of stale_after later.)
+func TestFailedStoreReadsAreNotCountedAsStops(t *testing.T) {
+	srv := knowledgetest.NewEmbeddingServer(t, knowledgetest.HashEmbedder{Dims: 16})
+	inner, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chatpipe.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &flakyStore{Store: inner}
+	svc := backgroundServiceOver(t, store, srv, 300*time.Millisecond)
+	defer svc.Close()
+	store.documentFails.Store(2)
+	store.uploadFails.Store(2)
+	doc, err := svc.IngestBackground(t.Context(), knowledge.IngestRequest{Content: longMarkdown("okapi"), Source: "okapi.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read past the flaky reads: the job is the one that must meet them.
+	read := func(ctx context.Context) (knowledge.Document, error) { return inner.Document(ctx, doc.ID) }
+	d := waitRead(t, read, doc.ID, func(d knowledge.Document) bool { return d.Status != knowledge.StatusProcessing })
+	if d.Status != knowledge.StatusReady {
+		t.Fatalf("document ended %s (%q); want ready: no server stopped, four reads failed", d.Status, d.Error)
+	}
+	if n := store.documentFails.Load() + store.uploadFails.Load(); n > -2 {
+		t.Fatalf("the flaky reads were not all met (%d left)", n)
+	}
+}
+
+// A document that ClaimStale took but could not read back is returned
+// all the same, with its claim, beside the others: it is claimed, and
+// left out it would wait out stale_after with an attempt charged.
+func TestAClaimedDocumentWhoseReadFailsIsReturned(t *testing.T) {
+	inner, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "chatpipe.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	for _, id := range []string{"p1", "p2"} {
+		if _, err := inner.BeginDocument(t.Context(), knowledge.Document{ID: id, Title: id}, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := &flakyStore{Store: inner}
+	reader.documentFails.Store(1) // p1's read fails, p2's works
+	docs, err := knowledge.ClaimedDocuments(t.Context(), reader, []knowledge.Claimed{{ID: "p1", Claim: 2}, {ID: "p2", Claim: 3}})
+	if !errors.Is(err, errConnectionReset) {
+		t.Errorf("err = %v; want the failed read's", err)
+	}
+	got := map[string]int64{}
+	for _, d := range docs {
+		got[d.ID] = d.Claim
+	}
+	if len(docs) != 2 || got["p1"] != 2 || got["p2"] != 3 {
+		t.Fatalf("ClaimedDocuments = %+v; want p1 under claim 2 and p2 under claim 3", docs)
 	}
 }

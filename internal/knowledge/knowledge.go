@@ -236,7 +236,9 @@ type Store interface {
 	// for each, giving each a new Claim, zeroing its progress (the ingest starts over) and
 	// recording it as alive now, so that no other caller
 	// claims it until it goes stale again. The documents in except (the
-	// caller's own, queued or running) are never claimed.
+	// caller's own, queued or running) are never claimed. With an error
+	// it may return documents too: claimed, for the caller to run or
+	// release (knowledge.ClaimedDocuments).
 	ClaimStale(ctx context.Context, before time.Time, limit int, except []string) ([]Document, error)
 	// Version changes on every add and delete, of any tenant, and never
 	// repeats for one store; compare it for equality only (a response

@@ -83,21 +83,27 @@ type Claimed struct {
 // ClaimedDocuments reads the documents a store's ClaimStale took, each
 // with the claim it was taken under (a read after the claim could only
 // see a later one if the document went stale again meanwhile); those
-// deleted meanwhile are left out.
+// deleted meanwhile are left out. One whose read failed is returned all
+// the same, with its ID, status and claim alone, and the errors joined:
+// it is claimed, and its caller must run or release it.
 func ClaimedDocuments(ctx context.Context, store interface {
 	Document(ctx context.Context, id string) (Document, error)
 }, claimed []Claimed) ([]Document, error) {
 	docs := make([]Document, 0, len(claimed))
+	var errs []error
 	for _, c := range claimed {
 		d, err := store.Document(ctx, c.ID)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			continue // deleted meanwhile
-		}
-		if err != nil {
-			return docs, err
+		case err != nil:
+			// Claimed all the same: the caller must run it (its job reads
+			// it again) or release it, not leave it to go stale.
+			errs = append(errs, err)
+			d = Document{ID: c.ID, Status: StatusProcessing}
 		}
 		d.Claim = c.Claim
 		docs = append(docs, d)
 	}
-	return docs, nil
+	return docs, errors.Join(errs...)
 }
