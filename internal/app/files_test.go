@@ -294,6 +294,8 @@ func TestUnreadableFilesAreRefusedWithAReasonAndNothingIsStored(t *testing.T) {
 		{"DOCX that is a ZIP of photos", "report.docx", docparsetest.Zip(t, [2]string{"photos/classified.txt", "classified lighthouse budget"}), 422, "corrupt_document", "ZIP archive of something else"},
 		{"password-protected DOCX", "locked.docx", append([]byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}, make([]byte, 1024)...), 422, "encrypted_document", "password"},
 		{"PDF over knowledge.max_file_bytes", "huge.pdf", big, 413, "document_too_large", "knowledge.max_file_bytes"},
+		{"PDF whose cross-reference sections loop", "loop.pdf", docparsetest.LoopingXrefPDF("classified lighthouse budget"), 422, "corrupt_document", "damaged"},
+		{"PDF listing one page 22,500 times", "pages.pdf", docparsetest.RepeatedPagesPDF("classified lighthouse budget", 150), 413, "document_too_large", "split it"},
 	}
 	for _, c := range cases {
 		var e handler.ErrorBody

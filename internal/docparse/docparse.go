@@ -122,7 +122,17 @@ const opsPerTextByte = 8
 type textBudget struct {
 	max, left, opsLeft int64
 	annotations        int // PDF annotations read so far
+	forms              int // PDF form XObjects run so far
+	// ctx, when set, ends the parse once done (checked every checkEvery
+	// operators): a request given up on or a document deleted stops its
+	// parse within a page.
+	ctx       context.Context
+	unchecked int64
 }
+
+// checkEvery is how many operators' worth of work a parse runs between
+// two looks at its context.
+const checkEvery = 1 << 14
 
 // spend takes n bytes of text from the budget; past it, the parse stops
 // with ErrTooLarge.
@@ -144,8 +154,31 @@ func (b *textBudget) ops(n int64) error {
 	if b.opsLeft < 0 {
 		return failf(ErrTextLimit, "the file's pages run more than %d drawing operations, the limit (a decompression bomb?)", opsPerTextByte*b.max)
 	}
+	if b.unchecked += n; b.unchecked >= checkEvery && b.ctx != nil {
+		b.unchecked = 0
+		if b.ctx.Err() != nil {
+			return context.Cause(b.ctx)
+		}
+	}
 	return nil
 }
+
+// form takes one run of a PDF form XObject from the budget: formOps
+// operators' worth (opening a stream and setting up its run costs far
+// more than one operator), and one of the maxFormRuns a document may
+// run, so that forms drawing each other many times over (a few KB that
+// fan out to billions of runs) stop early.
+func (b *textBudget) form() error {
+	if b.forms++; b.forms > maxFormRuns {
+		return failf(ErrTooLarge, "the file's pages draw more than %d forms, the limit (forms drawing each other over and over: a bomb?)", maxFormRuns)
+	}
+	return b.ops(formOps)
+}
+
+const (
+	formOps     = 1000
+	maxFormRuns = 100_000
+)
 
 func (o Options) progress(done, total int) {
 	if o.Progress != nil {

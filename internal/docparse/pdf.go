@@ -52,6 +52,7 @@ func parsePDF(ctx context.Context, data []byte, opts Options) (*Document, error)
 	n := len(pages)
 	doc := &Document{Pages: n, Title: pdfTitle(r)}
 	budget := opts.budget()
+	budget.ctx = ctx
 	var glyphs []glyph // one page's at a time, the array reused
 	for i := 1; i <= n; i++ {
 		if err := ctx.Err(); err != nil {
@@ -153,14 +154,49 @@ func versionFixed(data []byte) []byte {
 	return fixed
 }
 
-// readPDF opens data with the reader, a panic of it an error.
+// readPDF opens data with the reader, a panic of it an error. Opening
+// may read at most openReads bytes: the reader follows a file's chain of
+// cross-reference sections (/Prev) with no memory of where it has been,
+// so a section naming itself as the one before would be read forever.
 func readPDF(data []byte) (r *pdf.Reader, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r, err = nil, fmt.Errorf("%v", p)
 		}
 	}()
-	return pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	f := &boundedReaderAt{r: bytes.NewReader(data), left: openReads(len(data))}
+	r, err = pdf.NewReader(f, int64(len(data)))
+	if f.left < 0 && err == nil {
+		err = failf(ErrCorrupt, "the file is damaged: the PDF's cross-reference sections loop")
+	} else if f.left < 0 {
+		err = failf(ErrCorrupt, "the file is damaged: the PDF's cross-reference sections loop (%v)", err)
+	}
+	f.left = math.MaxInt64 // once open, reads of the pages are bounded by the text budget
+	return r, err
+}
+
+// openReads is what opening a PDF of n bytes may read: its
+// cross-reference sections, each once, are at most the file; twice that
+// and a megabyte leaves room for re-reads.
+func openReads(n int) int64 { return 2*int64(n) + 1<<20 }
+
+// boundedReaderAt reads from r until left bytes were read, then fails
+// every read (and left goes below zero).
+type boundedReaderAt struct {
+	r    io.ReaderAt
+	left int64
+}
+
+var errReadLimit = errors.New("read limit reached")
+
+func (b *boundedReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if b.left <= 0 {
+		b.left = -1
+		return 0, errReadLimit
+	}
+	n, err := b.r.ReadAt(p[:min(int64(len(p)), b.left)], off)
+	b.left -= int64(n)
+	return n, err
 }
 
 // pdfStructure finds what only a PDF's body holds.
@@ -214,7 +250,11 @@ func pdfTitle(r *pdf.Reader) (title string) {
 const (
 	maxPageTreeDepth = 64
 	maxPageTreeNodes = 1 << 20
-	maxParentChain   = 64
+	// maxPages bounds a document's pages: the longest manuals have a few
+	// thousand, and a page list naming one page a million times would be
+	// ingested as a million.
+	maxPages       = 20_000
+	maxParentChain = 64
 )
 
 // pageList walks the page tree into the document's pages, in order.
@@ -252,6 +292,9 @@ func pageList(r *pdf.Reader) (pages []pdf.Page, err error) {
 	}
 	if len(pages) == 0 {
 		return nil, failf(ErrCorrupt, "the file is damaged: the PDF has no pages")
+	}
+	if len(pages) > maxPages {
+		return nil, failf(ErrTooLarge, "the PDF has %d pages, more than the %d a document may have (or its page list names pages over and over); split it into smaller files", len(pages), maxPages)
 	}
 	return pages, nil
 }

@@ -505,6 +505,9 @@ func (w *contentWalker) run(strm, resources pdf.Value, g gstate, depth int) {
 			if len(args) == 1 && depth < maxFormDepth {
 				x := resources.Key("XObject").Key(args[0].Name())
 				if x.Kind() == pdf.Stream && x.Key("Subtype").Name() == "Form" {
+					if err := w.budget.form(); err != nil {
+						panic(overBudget{err})
+					}
 					fg := g
 					if m, ok := matrixOf(x.Key("Matrix")); ok {
 						fg.ctm = m.mul(g.ctm)

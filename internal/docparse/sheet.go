@@ -156,6 +156,10 @@ func parseCSV(data []byte) (*Document, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n := recordBytes(rec); n > maxCSVRowBytes {
+			line, _ := r.FieldPos(0)
+			return nil, failf(ErrTooLarge, "the CSV file's row at line %d holds %s of text, more than the %s a row may hold (one line with no row breaks?)", line, sizeText(int64(n)), sizeText(maxCSVRowBytes))
+		}
 		_ = t.row(rec) // no budget: the text is the file, bounded by its size
 	}
 	doc := &Document{}
@@ -163,6 +167,20 @@ func parseCSV(data []byte) (*Document, error) {
 		doc.Sections = append(doc.Sections, s)
 	}
 	return doc, nil
+}
+
+// maxCSVRowBytes bounds one CSV row's text: a row is one passage's
+// worth of text or a few, and a file of one endless line would be cut
+// into passages all at once, at many times its size in memory.
+const maxCSVRowBytes = 1 << 20
+
+// recordBytes is the text of a row's cells.
+func recordBytes(rec []string) int {
+	n := 0
+	for _, c := range rec {
+		n += len(c)
+	}
+	return n
 }
 
 // sniffDelimiter picks the separator most frequent on the first line.

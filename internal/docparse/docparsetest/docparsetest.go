@@ -531,3 +531,48 @@ func RenamePart(t testing.TB, pkg []byte, from, to string) []byte {
 		return name, data
 	})
 }
+
+// LoopingXrefPDF is a one-page PDF showing text whose trailer names its
+// own cross-reference table as the one before it (/Prev): a reader with
+// no memory of the sections it read follows it forever.
+func LoopingXrefPDF(text string) []byte {
+	pdf := ObjectsPDF("",
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		Stream("", "BT /F1 12 Tf 72 712 Td ("+text+") Tj ET"),
+		HelveticaObject)
+	xref := bytes.LastIndex(pdf, []byte("\nxref\n")) + 1
+	return bytes.Replace(pdf, []byte("/Root 1 0 R >>"), fmt.Appendf(nil, "/Root 1 0 R /Prev %d >>", xref), 1)
+}
+
+// FormFanOutPDF is a PDF of a few KB whose page draws form X0 fan times,
+// which draws the next form fan times, depth forms deep: fan^depth runs
+// of a form, the last (showing text) too deep to be read.
+func FormFanOutPDF(depth, fan int) []byte {
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> /XObject << /X0 6 0 R >> >> >>",
+		Stream("", "BT /F1 12 Tf 72 712 Td (The page's own text.) Tj ET /X0 Do"),
+		HelveticaObject,
+	}
+	for i := range depth {
+		objs = append(objs, Stream(fmt.Sprintf("/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> /XObject << /X0 %d 0 R >> >>", 7+i),
+			strings.Repeat("/X0 Do ", fan)))
+	}
+	objs = append(objs, Stream("/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >>", "BT /F1 10 Tf (deep) Tj ET"))
+	return ObjectsPDF("", objs...)
+}
+
+// RepeatedPagesPDF is a PDF of a few KB whose page list names one page
+// fan×fan times (fan lists of fan references to it).
+func RepeatedPagesPDF(text string, fan int) []byte {
+	return ObjectsPDF("",
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Repeat("6 0 R ", fan), fan*fan),
+		"<< /Type /Page /Parent 6 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		Stream("", "BT /F1 12 Tf 72 712 Td ("+text+") Tj ET"),
+		HelveticaObject,
+		fmt.Sprintf("<< /Type /Pages /Parent 2 0 R /Kids [%s] /Count %d >>", strings.Repeat("3 0 R ", fan), fan))
+}
