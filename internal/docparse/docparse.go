@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors callers branch on; the error returned wraps one of them
@@ -292,7 +294,27 @@ func (e *docError) Unwrap() error { return e.kind }
 
 // failf makes an error of kind with a message for the user.
 func failf(kind error, format string, args ...any) error {
-	return &docError{kind: kind, msg: fmt.Sprintf(format, args...)}
+	return &docError{kind: kind, msg: readable(fmt.Sprintf(format, args...))}
+}
+
+// maxMessageRunes is the longest message a parse error carries: a
+// library's complaint it quotes may echo much of the file.
+const maxMessageRunes = 400
+
+// readable is msg fit for a person to read: invalid UTF-8 and control
+// characters (a complaint quoting the file's bytes) made spaces, and at
+// most maxMessageRunes, then "…".
+func readable(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(msg, " "))
+	if utf8.RuneCountInString(msg) > maxMessageRunes {
+		msg = string([]rune(msg)[:maxMessageRunes]) + "…"
+	}
+	return msg
 }
 
 // maxHeadingRunes is the longest heading a heading path keeps.
