@@ -320,6 +320,9 @@ func inherited(v pdf.Value, key string) pdf.Value {
 func pageText(page pdf.Page, i int, budget *textBudget, buf *[]glyph) (string, error) {
 	glyphs, err := safeGlyphs(page, budget, (*buf)[:0])
 	*buf = glyphs
+	if err != nil && budget.ctx != nil && budget.ctx.Err() != nil {
+		return "", context.Cause(budget.ctx) // stopped: the request given up on, the document deleted
+	}
 	if errors.Is(err, ErrTooLarge) {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chatpipe/chatpipe/internal/docparse"
@@ -53,5 +54,31 @@ func TestACSVRowOfMoreThanAMegabyteIsRefused(t *testing.T) {
 	_, err := docparse.Parse(context.Background(), "animals.csv", []byte(data), docparse.Options{})
 	if !errors.Is(err, docparse.ErrTooLarge) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("err = %v; want ErrTooLarge naming line 2", err)
+	}
+}
+
+// endingContext is a context whose first look finds it live and every
+// later one ended: a request given up on, or a document deleted, once
+// its parse has begun.
+type endingContext struct {
+	context.Context
+	looks atomic.Int32
+}
+
+func (c *endingContext) Err() error {
+	if c.looks.Add(1) > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A parse stops within a page once its context ends: forms drawing each
+// other over and over would otherwise run to the budget's end.
+func TestAPDFParseStopsWithinAPageWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	ctx := &endingContext{Context: context.Background()}
+	_, err := docparse.Parse(ctx, "bomb.pdf", docparsetest.FormFanOutPDF(9, 10), docparse.Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v; want context.Canceled", err)
 	}
 }
